@@ -1,0 +1,63 @@
+"""squall: Apache Storm's stream-processing model in Python.
+
+Spouts and bolts wired by stream groupings into topologies, per-tuple XOR acking, and
+two engines for one topology object: :class:`LocalCluster` (embedded, the default) and
+``squall.spark.SparkCluster``.
+"""
+
+from squall.local.cluster import LocalCluster
+from squall.model import (
+    BasicBolt,
+    Bolt,
+    ComponentError,
+    Config,
+    CustomStreamGrouping,
+    FailedException,
+    Fields,
+    GlobalStreamId,
+    InvalidTopologyError,
+    OutputFieldsDeclarer,
+    ReportedFailedException,
+    Spout,
+    SquallError,
+    StormTopology,
+    TopologyBuilder,
+    Tuple,
+    is_tick_tuple,
+)
+from squall.runtime.clock import Clock, ManualClock
+from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BasicBolt",
+    "BasicOutputCollector",
+    "Bolt",
+    "Clock",
+    "ComponentError",
+    "ComponentStats",
+    "Config",
+    "CustomStreamGrouping",
+    "ErrorInfo",
+    "FailedException",
+    "Fields",
+    "GlobalStreamId",
+    "InvalidTopologyError",
+    "LocalCluster",
+    "ManualClock",
+    "OutputCollector",
+    "OutputFieldsDeclarer",
+    "ReportedFailedException",
+    "Spout",
+    "SpoutOutputCollector",
+    "SquallError",
+    "StormTopology",
+    "TopologyBuilder",
+    "TopologyContext",
+    "TopologyInfo",
+    "Tuple",
+    "is_tick_tuple",
+]

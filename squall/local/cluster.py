@@ -1,0 +1,169 @@
+"""``LocalCluster``: the embedded engine, running topologies on threads in this process."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+
+from squall.local.running import EmitListener, RunningTopology
+from squall.model.config import Config
+from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.topology import StormTopology
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.runtime.metrics import TopologyInfo
+
+
+class LocalCluster:
+    """Runs topologies in this process: Storm's local mode, and squall's default engine.
+
+    Each topology gets ``topology.workers`` worker threads; a worker runs its tasks
+    cooperatively (see :mod:`squall.local.worker`). Tuples move through in-memory queues
+    in batches; nothing is serialized.
+
+    Args:
+        clock: where time comes from (message timeouts, tick tuples); tests pass a
+            :class:`~squall.runtime.clock.ManualClock`.
+
+    Use it as a context manager, or call ``shutdown()``: both kill every topology.
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or SYSTEM_CLOCK
+        self._topologies: dict[str, RunningTopology] = {}
+        self._lock = threading.Lock()
+
+    def submit_topology(
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: StormTopology,
+        *,
+        emit_listener: EmitListener | None = None,
+    ) -> None:
+        """Start ``topology`` under ``name``. Returns once every task is open/prepared.
+
+        ``emit_listener(component_id, stream_id, task_id, values, targets)``, if given, is
+        called on the emitting task's thread after every emit on a user stream.
+
+        Raises:
+            SquallError: a topology called ``name`` is running.
+            InvalidTopologyError: the topology or configuration is invalid.
+            ComponentError: a task's ``open``/``prepare`` raised (nothing keeps running).
+        """
+        if not isinstance(topology, StormTopology):
+            raise InvalidTopologyError(
+                f"submit_topology({name!r}) needs a StormTopology (from "
+                f"TopologyBuilder.create_topology()), got {type(topology).__name__}"
+            )
+        if not isinstance(name, str) or not name:
+            raise InvalidTopologyError("a topology name must be a non-empty string")
+        conf = dict(conf or {})
+        _check_conf(conf)
+        with self._lock:
+            if name in self._topologies:
+                raise SquallError(f"a topology named {name!r} is already running")
+            running = RunningTopology(name, conf, topology, self.clock, emit_listener)
+            self._topologies[name] = running
+        try:
+            running.start(active=True)
+        except BaseException:
+            with self._lock:
+                self._topologies.pop(name, None)
+            raise
+
+    def _get(self, name: str) -> RunningTopology:
+        try:
+            return self._topologies[name]
+        except KeyError:
+            known = sorted(self._topologies) or "none"
+            raise SquallError(f"no topology named {name!r} is running (running: {known})") from None
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        """Deactivate ``name``, drain in-flight tuples, and shut it down.
+
+        Spouts' ``deactivate`` then ``close``, bolts' ``cleanup`` run on their threads; the
+        worker threads are joined before this returns. Draining waits until nothing is
+        queued or pending, at most ``wait_secs`` (default: the message timeout, capped at
+        30 s).
+
+        Raises:
+            SquallError: no topology ``name`` is running.
+        """
+        running = self._get(name)
+        if wait_secs is None:
+            wait_secs = min(30.0, float(running.conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]))
+        try:
+            running.kill(wait_secs)
+        finally:
+            with self._lock:
+                self._topologies.pop(name, None)
+
+    def activate(self, name: str) -> None:
+        """Resume ``next_tuple`` calls of ``name``'s spouts (``activate`` hooks run first)."""
+        self._get(name).activate()
+
+    def deactivate(self, name: str) -> None:
+        """Stop ``next_tuple`` calls of ``name``'s spouts; returns once they have stopped.
+
+        Bolts keep processing what is in flight; acks still reach the spouts.
+        """
+        self._get(name).deactivate()
+
+    def get_topology_info(self, name: str) -> TopologyInfo:
+        """Metrics of every component of ``name`` (see :class:`TopologyInfo`)."""
+        return self._get(name).info()
+
+    def get_topology(self, name: str) -> StormTopology:
+        """The topology submitted as ``name``."""
+        return self._get(name).user_topology
+
+    def get_running(self, name: str) -> RunningTopology:
+        """The engine's object for ``name`` (plan, tasks, workers): for tools and tests."""
+        return self._get(name)
+
+    def topology_names(self) -> list[str]:
+        """Names of the running topologies."""
+        return sorted(self._topologies)
+
+    def wait_idle(self, name: str, timeout_secs: float = 10.0) -> bool:
+        """Wait until ``name`` has nothing queued and no tuple tree pending."""
+        return self._get(name).wait_idle(timeout_secs)
+
+    def shutdown(self) -> None:
+        """Kill every topology (without draining)."""
+        for name in list(self._topologies):
+            self.kill_topology(name, wait_secs=0)
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+
+def _check_conf(conf: dict[str, Any]) -> None:
+    positive_ints = (
+        Config.TOPOLOGY_WORKERS,
+        Config.TOPOLOGY_MAX_SPOUT_PENDING,
+        Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE,
+        Config.TOPOLOGY_MAX_TASK_PARALLELISM,
+    )
+    for key in positive_ints:
+        value = conf.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise InvalidTopologyError(f"configuration {key!r} must be an integer >= 1, got {value!r}")
+    ackers = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS)
+    if ackers is not None and (not isinstance(ackers, int) or isinstance(ackers, bool) or ackers < 0):
+        raise InvalidTopologyError(
+            f"configuration {Config.TOPOLOGY_ACKER_EXECUTORS!r} must be an integer >= 0, got {ackers!r}"
+        )
+    for key in (Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS, Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS):
+        value = conf.get(key)
+        if value is not None and (not isinstance(value, int | float) or value <= 0):
+            raise InvalidTopologyError(f"configuration {key!r} must be a number > 0, got {value!r}")

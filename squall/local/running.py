@@ -1,0 +1,301 @@
+"""A topology running on the local engine: its tasks, workers and metrics."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from squall.local.tasks import BoltRunner, SpoutRunner, TaskRunner
+from squall.local.worker import TickSchedule, Worker
+from squall.model.config import Config, component_config, effective_config
+from squall.model.errors import ComponentError, InvalidTopologyError
+from squall.model.topology import StormTopology
+from squall.model.tuple import Tuple
+from squall.runtime.acker import ACKER_COMPONENT
+from squall.runtime.clock import Clock
+from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
+from squall.runtime.plan import TaskPlan, build_plan
+from squall.runtime.routing import build_routes
+from squall.runtime.system import system_topology
+
+logger = logging.getLogger("squall")
+
+EmitListener = Callable[[str, str, int, Sequence[Any], list[int]], None]
+"""``listener(component_id, stream_id, task_id, values, targets)`` after each user emit."""
+
+
+def _instance_for_task(spec_component: Any, component_id: str) -> Any:
+    try:
+        return copy.deepcopy(spec_component)
+    except Exception as exc:
+        raise InvalidTopologyError(
+            f"component {component_id!r}: cannot make a copy of "
+            f"{type(spec_component).__name__} for each task ({type(exc).__name__}: {exc}); "
+            "create unshareable resources (connections, files, locks) in open/prepare"
+        ) from exc
+
+
+def _execution_order(topology: StormTopology, runners: list[TaskRunner]) -> list[TaskRunner]:
+    """Spouts first, then bolts in topological order (cycles: declaration order), acker last."""
+    depth: dict[str, int] = {}
+    for spec in topology:
+        if spec.is_spout:
+            depth[spec.component_id] = 0
+    frontier = list(depth)
+    while frontier:
+        nxt = []
+        for source in frontier:
+            for spec in topology:
+                if spec.component_id in depth or spec.system:
+                    continue
+                if any(sub.source == source for sub in spec.inputs):
+                    depth[spec.component_id] = depth[source] + 1
+                    nxt.append(spec.component_id)
+        frontier = nxt
+    last = len(depth) + 1
+
+    def key(runner: TaskRunner) -> tuple[int, int]:
+        if runner.component_id == ACKER_COMPONENT:
+            return (last + 1, runner.task_id)
+        return (depth.get(runner.component_id, last), runner.task_id)
+
+    return sorted(runners, key=key)
+
+
+class RunningTopology:
+    """Builds live tasks from a topology and runs them on worker threads."""
+
+    def __init__(
+        self,
+        name: str,
+        conf: dict[str, Any],
+        topology: StormTopology,
+        clock: Clock,
+        emit_listener: EmitListener | None = None,
+    ) -> None:
+        self.name = name
+        self.conf = effective_config(conf)
+        self.conf[Config.TOPOLOGY_NAME] = name
+        self.user_topology = topology
+        self.topology = system_topology(topology, self.conf)
+        self.plan: TaskPlan = build_plan(self.topology, self.conf)
+        self.clock = clock
+        self.started_at = time.monotonic()
+        self.status = "INACTIVE"
+        self.inboxes: list[deque[Tuple]] = [deque() for _ in range(self.plan.max_task_id + 1)]
+        self.runners: dict[int, TaskRunner] = {}
+        self._build_runners(emit_listener)
+        self.workers = self._build_workers()
+
+    def _build_runners(self, emit_listener: EmitListener | None) -> None:
+        conf = self.conf
+        acker_tasks = self.plan.component_tasks.get(ACKER_COMPONENT, [])
+        tracking = bool(acker_tasks)
+        timeouts = tracking and bool(conf[Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS])
+        timeout_ms = float(conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000.0 if timeouts else None
+        throttle = float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS])
+        max_errors = int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL])
+        for spec in self.topology:
+            task_conf = component_config(conf, spec.conf)
+            debug = bool(task_conf.get(Config.TOPOLOGY_DEBUG))
+            for task_id in self.plan.component_tasks[spec.component_id]:
+                component = _instance_for_task(spec.component, spec.component_id)
+                context = TopologyContext(self.topology, self.plan, task_id, self.name, task_conf)
+                routes = build_routes(self.topology, self.plan, context)
+                stats = TaskStats(spec.component_id, task_id, throttle, max_errors)
+                inbox = self.inboxes[task_id]
+                runner: TaskRunner
+                collector: SpoutOutputCollector | OutputCollector
+                if spec.is_spout:
+                    collector = SpoutOutputCollector(
+                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks,
+                        self.clock,
+                    )
+                    max_pending = task_conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
+                    runner = SpoutRunner(
+                        component, context, task_conf, stats, inbox, collector,
+                        int(max_pending) if max_pending and tracking else None, timeout_ms,
+                    )
+                else:
+                    collector = OutputCollector(
+                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks
+                    )
+                    runner = BoltRunner(component, context, task_conf, stats, inbox, collector)
+                if not spec.system:
+                    collector.set_observer(
+                        self._observer(spec.component_id, emit_listener, debug)
+                    )
+                self.runners[task_id] = runner
+
+    def _observer(
+        self, component_id: str, listener: EmitListener | None, debug: bool
+    ) -> Callable[[str, int, Sequence[Any], list[int]], None] | None:
+        if listener is None and not debug:
+            return None
+
+        def observe(stream: str, task: int, values: Sequence[Any], targets: list[int]) -> None:
+            if debug:
+                logger.info(
+                    "Emitting: %s:%d %s %s -> %s", component_id, task, stream, list(values), targets
+                )
+            if listener is not None:
+                listener(component_id, stream, task, values, targets)
+
+        return observe
+
+    def _build_workers(self) -> list[Worker]:
+        conf = self.conf
+        high_water = int(conf[Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
+        bolt_inboxes = [r.inbox for r in self.runners.values() if not r.is_spout]
+
+        def backpressure() -> bool:
+            for inbox in bolt_inboxes:
+                if len(inbox) > high_water:
+                    return True
+            return False
+
+        idle_sleep = float(conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
+        workers = []
+        for index in range(self.plan.num_workers):
+            runners = [r for t, r in self.runners.items() if self.plan.task_worker[t] == index]
+            for runner in runners:
+                if isinstance(runner, SpoutRunner):
+                    runner.backpressure = backpressure
+            schedules: dict[float, TickSchedule] = {}
+            for runner in runners:
+                freq = runner.conf.get(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
+                if runner.is_spout or not freq:
+                    continue
+                period = float(freq) * 1000.0
+                if period not in schedules:
+                    schedules[period] = TickSchedule(period, freq, [])
+                schedules[period].inboxes.append(runner.inbox)
+            workers.append(
+                Worker(
+                    f"squall-{self.name}-worker-{index}",
+                    _execution_order(self.topology, runners),
+                    self.clock,
+                    list(schedules.values()),
+                    idle_sleep,
+                )
+            )
+        return workers
+
+    def start(self, active: bool = True) -> None:
+        """Open/prepare every task, then run. Raises ``ComponentError`` if any start fails."""
+        for worker in self.workers:
+            worker.start()
+        for worker in self.workers:
+            worker.ready.wait()
+        errors = [w.start_error for w in self.workers if w.start_error is not None]
+        if errors:
+            for worker in self.workers:
+                worker.release(False)
+            for worker in self.workers:
+                worker.join()
+            raise errors[0]
+        if active:
+            self._set_spouts_active(True, before_release=True)
+        for worker in self.workers:
+            worker.release(True)
+        self.status = "ACTIVE" if active else "INACTIVE"
+
+    def _spout_runners(self, worker: Worker) -> list[SpoutRunner]:
+        return [r for r in worker.runners if isinstance(r, SpoutRunner)]
+
+    def _set_spouts_active(self, active: bool, before_release: bool = False) -> None:
+        commands = []
+        for worker in self.workers:
+            spouts = self._spout_runners(worker)
+            commands.append(worker.call(_activation_all(spouts, active)))
+        if before_release:
+            return  # the workers are parked before their loops: the calls run at start
+        for command in commands:
+            command.done.wait()
+
+    def activate(self) -> None:
+        """Resume ``next_tuple`` calls (spouts' ``activate`` runs on their threads)."""
+        self._set_spouts_active(True)
+        self.status = "ACTIVE"
+
+    def deactivate(self) -> None:
+        """Stop ``next_tuple`` calls; returns once every spout task has stopped."""
+        self._set_spouts_active(False)
+        self.status = "INACTIVE"
+
+    def is_idle(self) -> bool:
+        """No tuple queued, no tuple tree pending, every worker idle."""
+        if any(self.inboxes):
+            return False
+        for runner in self.runners.values():
+            if isinstance(runner, SpoutRunner) and (
+                runner.collector.pending or runner.collector.completed
+            ):
+                return False
+        return all(w.is_idle() for w in self.workers)
+
+    def wait_idle(self, timeout_secs: float) -> bool:
+        """Wait until ``is_idle`` holds twice in a row; False on timeout."""
+        deadline = time.monotonic() + timeout_secs
+        while time.monotonic() < deadline:
+            if self.is_idle():
+                time.sleep(0.002)
+                if self.is_idle():
+                    return True
+            time.sleep(0.002)
+        return False
+
+    def kill(self, wait_secs: float) -> None:
+        """Deactivate, let in-flight tuples drain (up to ``wait_secs``), then stop every
+        worker; ``close``/``cleanup`` run on the workers' threads; all threads are joined."""
+        self.status = "KILLED"
+        self._set_spouts_active(False)
+        if wait_secs > 0:
+            self.wait_idle(wait_secs)
+        for worker in self.workers:
+            worker.stop()
+        for worker in self.workers:
+            worker.join()
+
+    def threads(self) -> list[Any]:
+        """The worker threads (for tests that check nothing is left behind)."""
+        return [w.thread for w in self.workers]
+
+    def info(self) -> TopologyInfo:
+        """A metrics snapshot of every component."""
+        now = time.monotonic()
+        components = {}
+        for component_id, tasks in self.plan.component_tasks.items():
+            stats = [self.runners[t].stats for t in tasks]
+            kind = self.topology.get_component(component_id).kind
+            components[component_id] = summarize(component_id, kind, stats, now)
+        return TopologyInfo(
+            name=self.name,
+            status=self.status,
+            uptime_secs=now - self.started_at,
+            workers=self.plan.num_workers,
+            components=components,
+            extra={
+                "pending": sum(
+                    r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
+                ),
+                "queued": sum(len(q) for q in self.inboxes),
+            },
+        )
+
+
+def _activation_all(runners: list[SpoutRunner], active: bool) -> Callable[[], None]:
+    def run() -> None:
+        for runner in runners:
+            runner.set_active(active)
+
+    return run
+
+
+__all__ = ["ComponentError", "EmitListener", "RunningTopology"]

@@ -1,0 +1,288 @@
+"""Task runners of the local engine: one per task, run by the task's worker thread.
+
+A runner owns its component instance, inbox (a ``deque``: appends from any thread,
+pops by the owner only), collector and counters. ``run_batch`` processes up to a
+bounded number of tuples and returns how many, so a worker can interleave its tasks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+from squall.model.components import BasicBolt, Spout
+from squall.model.errors import FailedException, ReportedFailedException
+from squall.model.tuple import Tuple
+from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM
+from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import TaskStats
+
+
+class TaskRunner(ABC):
+    """What spout and bolt runners share."""
+
+    is_spout = False
+
+    def __init__(
+        self,
+        component: Any,
+        context: TopologyContext,
+        conf: dict[str, Any],
+        stats: TaskStats,
+        inbox: deque[Tuple],
+    ) -> None:
+        self.component = component
+        self.context = context
+        self.conf = conf
+        self.stats = stats
+        self.inbox = inbox
+        self.task_id = context.task_id
+        self.component_id = context.component_id
+
+    @abstractmethod
+    def start(self) -> None:
+        """Call ``open``/``prepare``. Runs on the worker thread, once."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Call ``close``/``cleanup``, reporting (not raising) what they raise."""
+
+    @abstractmethod
+    def run_batch(self, limit: int, now_ms: float) -> int:
+        """Do up to ``limit`` units of work; return how many were done."""
+
+
+class BoltRunner(TaskRunner):
+    """Runs a ``Bolt`` or ``BasicBolt`` task: executes inbox tuples in batches."""
+
+    def __init__(
+        self,
+        component: Any,
+        context: TopologyContext,
+        conf: dict[str, Any],
+        stats: TaskStats,
+        inbox: deque[Tuple],
+        collector: OutputCollector,
+    ) -> None:
+        super().__init__(component, context, conf, stats, inbox)
+        self.collector = collector
+        self.basic = isinstance(component, BasicBolt)
+        self.basic_collector = BasicOutputCollector(collector)
+
+    def start(self) -> None:
+        if self.basic:
+            self.component.prepare(self.conf, self.context)
+        else:
+            self.component.prepare(self.conf, self.context, self.collector)
+
+    def stop(self) -> None:
+        try:
+            self.component.cleanup()
+        except Exception as exc:
+            self.stats.record_error(exc)
+
+    def run_batch(self, limit: int, now_ms: float) -> int:
+        inbox = self.inbox
+        count = len(inbox)
+        if not count:
+            return 0
+        if count > limit:
+            count = limit
+        popleft = inbox.popleft
+        collector = self.collector
+        # The batch's first tuple is the process-latency sample: its ack ends the sample.
+        collector.sample_tuple = inbox[0]
+        started = collector.sample_start = perf_counter()
+        if self.basic:
+            self._run_basic(count, popleft, collector)
+        else:
+            execute = self.component.execute
+            for _ in range(count):
+                tup = popleft()
+                try:
+                    execute(tup)
+                except Exception as exc:
+                    self._failed(tup, exc)
+        stats = self.stats
+        stats.busy_secs += perf_counter() - started
+        stats.executed += count
+        collector.sample_tuple = None
+        collector.flush_acks()
+        return count
+
+    def _run_basic(self, count: int, popleft: Any, collector: OutputCollector) -> None:
+        basic = self.basic_collector
+        execute = self.component.execute
+        ack = collector.ack
+        for _ in range(count):
+            tup = popleft()
+            basic.input = tup
+            try:
+                execute(tup, basic)
+            except Exception as exc:
+                self._failed(tup, exc)
+            else:
+                ack(tup)
+        basic.input = None
+
+    def _failed(self, tup: Tuple, exc: Exception) -> None:
+        """A user exception in execute: fail the input; report unless it was a quiet fail."""
+        self.collector.fail(tup)
+        if not isinstance(exc, FailedException) or isinstance(exc, ReportedFailedException):
+            self.stats.record_error(exc)
+
+
+class SpoutRunner(TaskRunner):
+    """Runs a spout task: acker messages, timeouts, then ``next_tuple`` calls."""
+
+    is_spout = True
+
+    def __init__(
+        self,
+        component: Spout,
+        context: TopologyContext,
+        conf: dict[str, Any],
+        stats: TaskStats,
+        inbox: deque[Tuple],
+        collector: SpoutOutputCollector,
+        max_pending: int | None,
+        timeout_ms: float | None,
+    ) -> None:
+        super().__init__(component, context, conf, stats, inbox)
+        self.collector = collector
+        self.max_pending = max_pending or 0
+        self.timeout_ms = timeout_ms
+        self.active = False
+        #: Set by the worker: a callable telling whether downstream queues are full.
+        self.backpressure: Any = None
+        self._emits_before = 0
+
+    @property
+    def pending_count(self) -> int:
+        """Tuple trees emitted by this task and not yet acked, failed or timed out."""
+        return len(self.collector.pending)
+
+    def start(self) -> None:
+        self.component.open(self.conf, self.context, self.collector)
+
+    def stop(self) -> None:
+        try:
+            self.component.close()
+        except Exception as exc:
+            self.stats.record_error(exc)
+
+    def set_active(self, active: bool) -> None:
+        """Activate or deactivate on the worker thread; calls the spout's hook once."""
+        if active == self.active:
+            return
+        self.active = active
+        try:
+            if active:
+                self.component.activate()
+            else:
+                self.component.deactivate()
+        except Exception as exc:
+            self.stats.record_error(exc)
+
+    def run_batch(self, limit: int, now_ms: float) -> int:
+        done = 0
+        if self.inbox:
+            done += self._handle_acker_messages(now_ms)
+        collector = self.collector
+        if collector.completed:
+            done += self._ack_completed()
+        if self.timeout_ms is not None and collector.pending:
+            done += self._expire(now_ms)
+        if not self.active:
+            return done
+        if self.backpressure is not None and self.backpressure():
+            return done
+        pending = collector.pending
+        max_pending = self.max_pending
+        next_tuple = self.component.next_tuple
+        started = perf_counter()
+        calls = 0
+        for _ in range(limit):
+            if max_pending and len(pending) >= max_pending:
+                break
+            before = collector.emit_count
+            calls += 1
+            try:
+                next_tuple()
+            except Exception as exc:
+                self.stats.record_error(exc)
+                break
+            if collector.completed:
+                self._ack_completed()
+            if collector.emit_count == before:
+                break
+            done += 1
+        self.stats.busy_secs += perf_counter() - started
+        return done
+
+    def _ack_completed(self) -> int:
+        completed = self.collector.completed
+        self.collector.completed = []
+        ack = self.component.ack
+        for msg_id in completed:
+            self.stats.acked += 1
+            self.stats.complete_count += 1
+            try:
+                ack(msg_id)
+            except Exception as exc:
+                self.stats.record_error(exc)
+        return len(completed)
+
+    def _handle_acker_messages(self, now_ms: float) -> int:
+        inbox = self.inbox
+        pending = self.collector.pending
+        stats = self.stats
+        spout = self.component
+        handled = 0
+        while inbox:
+            tup = inbox.popleft()
+            handled += 1
+            stream = tup._info.stream_id
+            root = tup.values[0]
+            if stream == ACK_RESET_TIMEOUT_STREAM:
+                entry = pending.pop(root, None)
+                if entry is not None:
+                    entry[1] = now_ms
+                    pending[root] = entry
+                continue
+            entry = pending.pop(root, None)
+            if entry is None:  # already timed out: Storm ignores a late ack or fail
+                continue
+            try:
+                if stream == ACK_ACK_STREAM:
+                    stats.acked += 1
+                    stats.complete_count += 1
+                    stats.complete_ms += now_ms - entry[1]
+                    spout.ack(entry[0])
+                elif stream == ACK_FAIL_STREAM:
+                    stats.failed += 1
+                    spout.fail(entry[0])
+            except Exception as exc:
+                stats.record_error(exc)
+        return handled
+
+    def _expire(self, now_ms: float) -> int:
+        deadline = now_ms - self.timeout_ms  # type: ignore[operator]
+        pending = self.collector.pending
+        expired = []
+        for root, entry in pending.items():
+            if entry[1] > deadline:
+                break
+            expired.append(root)
+        for root in expired:
+            msg_id = pending.pop(root)[0]
+            self.stats.failed += 1
+            self.stats.timed_out += 1
+            try:
+                self.component.fail(msg_id)
+            except Exception as exc:
+                self.stats.record_error(exc)
+        return len(expired)

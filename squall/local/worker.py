@@ -1,0 +1,191 @@
+"""A worker of the local engine: one thread running its tasks cooperatively.
+
+Storm runs each executor on a thread; in CPython the GIL makes that slower, not faster,
+for CPU-bound tuples (measured: thread hand-offs cost more than the work). So a worker
+runs its executors' tasks in one loop, a bounded batch each in turn, and a topology
+gets parallel threads by asking for more workers (``topology.workers``). A task's
+methods are therefore never called concurrently, and always from its worker's thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from squall.model.errors import ComponentError
+from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
+from squall.local.tasks import TaskRunner
+from squall.runtime.clock import Clock
+
+SPIN_ROUNDS = 16
+BOLT_BATCH = 2048
+SPOUT_BATCH = 128
+
+
+@dataclass
+class TickSchedule:
+    """Tick tuples every ``period_ms`` into ``inboxes`` (the tasks of one frequency)."""
+
+    period_ms: float
+    rate_secs: Any
+    inboxes: list[deque[Tuple]]
+    next_due: float = 0.0
+
+
+@dataclass
+class _Command:
+    action: Callable[[], Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class Worker:
+    """Runs a list of task runners on one thread until stopped.
+
+    Lifecycle: ``start()`` opens/prepares every task on the new thread and reports through
+    ``ready``; the thread then waits for ``release(go)`` (all workers of a topology start
+    together, or none does). ``stop()`` ends the loop; ``close``/``cleanup`` run on the
+    worker thread before it exits.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        runners: list[TaskRunner],
+        clock: Clock,
+        ticks: list[TickSchedule],
+        idle_sleep_secs: float,
+    ) -> None:
+        self.name = name
+        self.runners = runners
+        self.clock = clock
+        self.ticks = ticks
+        self.idle_sleep_secs = idle_sleep_secs
+        self.ready = threading.Event()
+        self.start_error: ComponentError | None = None
+        self.idle_rounds = 0
+        self.rounds = 0
+        self._go = threading.Event()
+        self._proceed = False
+        self._stop_requested = False
+        self._commands: deque[_Command] = deque()
+        self._started: list[TaskRunner] = []
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The worker's thread."""
+        return self._thread
+
+    def start(self) -> None:
+        """Start the thread; it opens/prepares the tasks, then waits for ``release``."""
+        self._thread.start()
+
+    def release(self, proceed: bool) -> None:
+        """Let the worker run (``proceed``) or shut it down after start-up."""
+        self._proceed = proceed
+        self._go.set()
+
+    def call(self, action: Callable[[], Any]) -> _Command:
+        """Run ``action`` on the worker thread at its next loop turn; wait on ``.done``."""
+        command = _Command(action)
+        if not self._thread.is_alive():
+            command.done.set()
+            return command
+        self._commands.append(command)
+        return command
+
+    def stop(self) -> None:
+        """Ask the loop to end (non-blocking); ``join`` waits for the thread."""
+        self._stop_requested = True
+        self._go.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to finish."""
+        self._thread.join(timeout)
+
+    def is_idle(self) -> bool:
+        """True when the last two loop turns found no work and every inbox is empty."""
+        if self.idle_rounds < 2:
+            return False
+        return not any(runner.inbox for runner in self.runners)
+
+    def _main(self) -> None:
+        try:
+            for runner in self.runners:
+                try:
+                    runner.start()
+                except Exception as exc:
+                    kind = "open" if runner.is_spout else "prepare"
+                    error = ComponentError(
+                        f"component {runner.component_id!r} task {runner.task_id}: {kind} "
+                        f"raised {type(exc).__name__}: {exc}"
+                    )
+                    error.__cause__ = exc
+                    runner.stats.record_error(exc)
+                    self.start_error = error
+                    break
+                self._started.append(runner)
+            self.ready.set()
+            self._go.wait()
+            if self._proceed and not self._stop_requested and self.start_error is None:
+                self._loop()
+        finally:
+            self._run_commands()
+            for runner in self._started:
+                runner.stop()
+            self.ready.set()
+
+    def _loop(self) -> None:
+        clock = self.clock
+        runners = self.runners
+        limits = [SPOUT_BATCH if r.is_spout else BOLT_BATCH for r in runners]
+        pairs = list(zip(runners, limits, strict=True))
+        next_sample = 0.0
+        now = clock.now_ms()
+        for schedule in self.ticks:
+            schedule.next_due = now + schedule.period_ms
+        while not self._stop_requested:
+            if self._commands:
+                self._run_commands()
+            now = clock.now_ms()
+            if self.ticks:
+                self._deliver_ticks(now)
+            done = 0
+            for runner, limit in pairs:
+                done += runner.run_batch(limit, now)
+            self.rounds += 1
+            wall = time.monotonic()
+            if wall >= next_sample:
+                next_sample = wall + 1.0
+                for runner in runners:
+                    runner.stats.sample_capacity(wall)
+            if done:
+                self.idle_rounds = 0
+                continue
+            self.idle_rounds += 1
+            time.sleep(0 if self.idle_rounds < SPIN_ROUNDS else self.idle_sleep_secs)
+
+    def _deliver_ticks(self, now: float) -> None:
+        for schedule in self.ticks:
+            if now < schedule.next_due:
+                continue
+            tick = Tuple([schedule.rate_secs], TICK_STREAM_INFO, SYSTEM_TASK_ID)
+            for inbox in schedule.inboxes:
+                inbox.append(tick)
+            while schedule.next_due <= now:
+                schedule.next_due += schedule.period_ms
+
+    def _run_commands(self) -> None:
+        while self._commands:
+            command = self._commands.popleft()
+            try:
+                command.action()
+            except BaseException as exc:
+                command.error = exc
+            finally:
+                command.done.set()

@@ -1,0 +1,272 @@
+"""``TopologyBuilder``: declare spouts and bolts, wire them with groupings, validate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from squall.model.components import BasicBolt, Bolt, Spout
+from squall.model.config import Config
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.errors import InvalidTopologyError
+from squall.model.fields import Fields, as_fields
+from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
+from squall.model.topology import ComponentSpec, StormTopology, Subscription
+from squall.model.tuple import DEFAULT_STREAM
+
+FieldsLike = Fields | Iterable[str] | str
+
+
+class ComponentDeclarer:
+    """Returned by ``set_spout``/``set_bolt``; every method returns the declarer."""
+
+    def __init__(self, spec: ComponentSpec) -> None:
+        self._spec = spec
+
+    def set_num_tasks(self, num_tasks: int) -> ComponentDeclarer:
+        """Number of tasks (component instances); defaults to the parallelism hint."""
+        self._spec.num_tasks = num_tasks
+        return self
+
+    def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
+        """Component-level configuration (overrides the topology's where Storm allows)."""
+        self._spec.conf[key] = value
+        return self
+
+    def add_configurations(self, conf: dict[str, Any]) -> ComponentDeclarer:
+        """Several component-level configuration entries at once."""
+        self._spec.conf.update(conf)
+        return self
+
+    def set_max_spout_pending(self, pending: int) -> ComponentDeclarer:
+        """Bound on pending tuple trees for each task of this spout."""
+        return self.add_configuration(Config.TOPOLOGY_MAX_SPOUT_PENDING, pending)
+
+    def set_debug(self, debug: bool) -> ComponentDeclarer:
+        """Log this component's emits."""
+        return self.add_configuration(Config.TOPOLOGY_DEBUG, debug)
+
+
+class SpoutDeclarer(ComponentDeclarer):
+    """Declarer for a spout."""
+
+
+class BoltDeclarer(ComponentDeclarer):
+    """Declarer for a bolt: adds the grouping methods that subscribe it to streams."""
+
+    def _subscribe(self, component: str, stream: str, grouping: Grouping) -> BoltDeclarer:
+        self._spec.inputs.append(Subscription(component, stream, grouping))
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Tuples are spread evenly over this bolt's tasks."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.SHUFFLE))
+
+    def fields_grouping(
+        self, component: str, fields: FieldsLike, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Tuples with equal values of ``fields`` always go to the same task."""
+        return self._subscribe(
+            component, stream, Grouping(GroupingKind.FIELDS, _fields(fields, self._spec))
+        )
+
+    def partial_key_grouping(
+        self, component: str, fields: FieldsLike, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Each key goes to one of two tasks, the less loaded one (key-skew balancing)."""
+        return self._subscribe(
+            component, stream, Grouping(GroupingKind.PARTIAL_KEY, _fields(fields, self._spec))
+        )
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Every task receives every tuple."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.ALL))
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """The whole stream goes to the task with the lowest id."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.GLOBAL))
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """No preference: behaves as shuffle grouping, as in Storm."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.NONE))
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """The emitter picks the task with ``emit_direct``; the stream must be direct."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.DIRECT))
+
+    def local_or_shuffle_grouping(
+        self, component: str, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Shuffle among the tasks in the emitter's worker, or among all if there are none."""
+        return self._subscribe(component, stream, Grouping(GroupingKind.LOCAL_OR_SHUFFLE))
+
+    def custom_grouping(
+        self, component: str, grouping: CustomStreamGrouping, stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
+        """Tuples go where ``grouping.choose_tasks`` says."""
+        if not isinstance(grouping, CustomStreamGrouping):
+            raise InvalidTopologyError(
+                f"bolt {self._spec.component_id!r}: custom_grouping needs a "
+                f"CustomStreamGrouping, got {type(grouping).__name__}"
+            )
+        return self._subscribe(component, stream, Grouping(GroupingKind.CUSTOM, custom=grouping))
+
+
+def _fields(fields: FieldsLike, spec: ComponentSpec) -> Fields:
+    try:
+        return as_fields(fields)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTopologyError(f"bolt {spec.component_id!r}: {exc}") from None
+
+
+class TopologyBuilder:
+    """Declares a topology's components and how streams flow between them.
+
+    ``create_topology()`` validates everything and returns a :class:`StormTopology`.
+    """
+
+    def __init__(self) -> None:
+        self._declared: list[ComponentSpec] = []
+
+    def set_spout(
+        self,
+        component_id: str,
+        spout: Spout,
+        parallelism_hint: int = 1,
+    ) -> SpoutDeclarer:
+        """Add a spout run by ``parallelism_hint`` executors."""
+        spec = ComponentSpec(component_id, spout, "spout", parallelism_hint, parallelism_hint)
+        self._declared.append(spec)
+        return SpoutDeclarer(spec)
+
+    def set_bolt(
+        self,
+        component_id: str,
+        bolt: Bolt | BasicBolt,
+        parallelism_hint: int = 1,
+    ) -> BoltDeclarer:
+        """Add a bolt run by ``parallelism_hint`` executors; subscribe it with groupings."""
+        spec = ComponentSpec(component_id, bolt, "bolt", parallelism_hint, parallelism_hint)
+        self._declared.append(spec)
+        return BoltDeclarer(spec)
+
+    def create_topology(self) -> StormTopology:
+        """Validate the declarations and return the topology.
+
+        Raises:
+            InvalidTopologyError: naming the component and what is wrong: a duplicate
+                or reserved id, a component of the wrong type, parallelism or task count
+                below 1, a bolt without inputs, a subscription to an unknown component or
+                undeclared stream, grouping fields the stream lacks, or a grouping that
+                does not match the stream's direct-ness.
+        """
+        components: dict[str, ComponentSpec] = {}
+        for spec in self._declared:
+            _check_identity(spec, components)
+            spec.streams = _declared_streams(spec)
+            components[spec.component_id] = spec
+        for spec in components.values():
+            if not spec.is_spout:
+                _check_inputs(spec, components)
+        return StormTopology(components)
+
+
+def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None:
+    cid = spec.component_id
+    if not isinstance(cid, str) or not cid:
+        raise InvalidTopologyError(f"component ids must be non-empty strings, got {cid!r}")
+    if cid.startswith("__"):
+        raise InvalidTopologyError(
+            f"component id {cid!r} starts with '__', which is reserved for system components"
+        )
+    if cid in seen:
+        raise InvalidTopologyError(
+            f"duplicate component id {cid!r}: it is declared as a {seen[cid].kind} and "
+            f"again as a {spec.kind}"
+        )
+    where = f"{spec.kind} {cid!r}"
+    if spec.is_spout and not isinstance(spec.component, Spout):
+        raise InvalidTopologyError(
+            f"{where}: {type(spec.component).__name__} is not a Spout subclass"
+        )
+    if not spec.is_spout:
+        if not isinstance(spec.component, Bolt | BasicBolt):
+            raise InvalidTopologyError(
+                f"{where}: {type(spec.component).__name__} is not a Bolt or BasicBolt subclass"
+            )
+        base = Bolt if isinstance(spec.component, Bolt) else BasicBolt
+        if type(spec.component).execute is base.execute:
+            raise InvalidTopologyError(
+                f"{where}: {type(spec.component).__name__} does not implement execute"
+            )
+    for label, value in (("parallelism hint", spec.parallelism), ("task count", spec.num_tasks)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidTopologyError(f"{where}: {label} must be an integer >= 1, got {value!r}")
+    user_conf = spec.component.get_component_configuration() or {}
+    if not isinstance(user_conf, dict):
+        raise InvalidTopologyError(f"{where}: get_component_configuration must return a dict")
+    spec.conf = {**user_conf, **spec.conf}
+
+
+def _declared_streams(spec: ComponentSpec) -> dict[str, Any]:
+    declarer = OutputFieldsDeclarer(spec.component_id)
+    try:
+        spec.component.declare_output_fields(declarer)
+    except InvalidTopologyError:
+        raise
+    except Exception as exc:
+        raise InvalidTopologyError(
+            f"{spec.kind} {spec.component_id!r}: declare_output_fields raised "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return declarer.streams
+
+
+def _check_inputs(spec: ComponentSpec, components: dict[str, ComponentSpec]) -> None:
+    where = f"bolt {spec.component_id!r}"
+    if not spec.inputs:
+        raise InvalidTopologyError(
+            f"{where} has no inputs: subscribe it to a stream with a grouping, "
+            "e.g. .shuffle_grouping('spout')"
+        )
+    seen: set[tuple[str, str]] = set()
+    for sub in spec.inputs:
+        source = components.get(sub.source)
+        if source is None:
+            raise InvalidTopologyError(
+                f"{where} subscribes to unknown component {sub.source!r}; "
+                f"components are {sorted(components)}"
+            )
+        stream = source.streams.get(sub.stream_id)
+        if stream is None:
+            declared = sorted(source.streams) or "none"
+            raise InvalidTopologyError(
+                f"{where} subscribes to stream {sub.stream_id!r} of {source.kind} "
+                f"{sub.source!r}, which does not declare it (declared streams: {declared})"
+            )
+        if (sub.source, sub.stream_id) in seen:
+            raise InvalidTopologyError(
+                f"{where} subscribes twice to stream {sub.stream_id!r} of {sub.source!r}"
+            )
+        seen.add((sub.source, sub.stream_id))
+        kind = sub.grouping.kind
+        if sub.grouping.fields is not None:
+            missing = [name for name in sub.grouping.fields if name not in stream.fields]
+            if missing:
+                raise InvalidTopologyError(
+                    f"{where}: {kind.value} grouping on {sub.source!r} stream "
+                    f"{sub.stream_id!r} uses field(s) {missing} that the stream does not "
+                    f"declare (its fields are {stream.fields.to_list()})"
+                )
+            if not sub.grouping.fields:
+                raise InvalidTopologyError(f"{where}: {kind.value} grouping needs at least one field")
+        if kind is GroupingKind.DIRECT and not stream.direct:
+            raise InvalidTopologyError(
+                f"{where}: direct grouping on {sub.source!r} stream {sub.stream_id!r}, which "
+                "is not declared direct (declare it with direct=True)"
+            )
+        if kind is not GroupingKind.DIRECT and stream.direct:
+            raise InvalidTopologyError(
+                f"{where}: {kind.value} grouping on {sub.source!r} stream {sub.stream_id!r}, "
+                "which is declared direct: subscribe with direct_grouping"
+            )

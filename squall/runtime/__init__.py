@@ -1,0 +1,1 @@
+"""Engine-neutral execution logic: task plan, routing, collectors, acker, metrics."""

@@ -1,0 +1,369 @@
+"""Collectors: how user code emits, acks and fails. Engine-neutral.
+
+A collector belongs to one task and is used only from that task's thread. Emitted
+tuples are appended to per-task *outboxes* (any object with ``append``, indexed by task
+id) that the engine provides; acker messages go to the ``__acker`` tasks by root id.
+
+Acking follows Storm's algorithm (see :mod:`squall.runtime.acker`). A bolt's acks are
+XOR-combined per root id within the batch its executor is running and sent once per
+root at the end of the batch (``flush_acks``): XOR is associative, so the acker sees the
+same values with far fewer messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from random import getrandbits
+from time import perf_counter
+from typing import Any
+
+from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.runtime.acker import (
+    ACK_ACK_STREAM,
+    ACK_FAIL_STREAM,
+    ACK_INIT_STREAM,
+    ACK_RESET_TIMEOUT_STREAM,
+)
+from squall.runtime.clock import Clock
+from squall.runtime.metrics import TaskStats
+from squall.runtime.routing import StreamRoute
+
+Observer = Callable[[str, int, Sequence[Any], list[int]], None]
+"""Called as ``observer(stream_id, task_id, values, targets)`` after every user emit."""
+
+
+class _Emitter:
+    """State and checks shared by every collector of one task."""
+
+    def __init__(
+        self,
+        component_id: str,
+        task_id: int,
+        routes: dict[str, StreamRoute],
+        outboxes: Sequence[Any],
+        stats: TaskStats,
+        acker_tasks: list[int],
+    ) -> None:
+        self._component_id = component_id
+        self._task_id = task_id
+        self._routes = routes
+        self._outboxes = outboxes
+        self._stats = stats
+        self._acker_tasks = acker_tasks
+        self._ackers = len(acker_tasks)
+        self._tracking = bool(acker_tasks)
+        self._observer: Observer | None = None
+        stats.routes = routes
+
+    def set_observer(self, observer: Observer | None) -> None:
+        """Install a callback seeing every user emit (debug logging, test capture)."""
+        self._observer = observer
+
+    def _route(self, stream: str, values: Sequence[Any]) -> StreamRoute:
+        try:
+            route = self._routes[stream]
+        except KeyError:
+            declared = sorted(s for s in self._routes if not s.startswith("__"))
+            raise ValueError(
+                f"component {self._component_id!r} emitted on stream {stream!r}, which it "
+                f"does not declare (declared streams: {declared or 'none'})"
+            ) from None
+        if len(values) != route.width:
+            raise ValueError(
+                f"component {self._component_id!r} emitted {len(values)} value(s) on stream "
+                f"{stream!r}, which declares {route.width} field(s) "
+                f"{route.info.fields.to_list()}: {list(values)!r}"
+            )
+        return route
+
+    def _direct_route(self, task_id: int, stream: str, values: Sequence[Any]) -> StreamRoute:
+        route = self._route(stream, values)
+        if not route.direct:
+            raise ValueError(
+                f"component {self._component_id!r} used emit_direct on stream {stream!r}, "
+                "which is not declared direct (declare it with direct=True)"
+            )
+        if task_id not in route.direct_targets:
+            raise ValueError(
+                f"component {self._component_id!r} emitted direct to task {task_id!r} on "
+                f"stream {stream!r}, but that task does not subscribe to the stream with a "
+                f"direct grouping (subscribed tasks: {sorted(route.direct_targets)})"
+            )
+        return route
+
+    def _non_direct(self, route: StreamRoute) -> None:
+        raise ValueError(
+            f"component {self._component_id!r} used emit on stream {route.stream_id!r}, "
+            "which is declared direct: use emit_direct(task_id, values, ...)"
+        )
+
+    def _send_system(self, info: StreamInfo, root: int, values: list[Any]) -> None:
+        self._outboxes[self._acker_tasks[root % self._ackers]].append(
+            Tuple(values, info, self._task_id)
+        )
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error in this component's metrics (with traceback) and the log."""
+        self._stats.record_error(error)
+
+
+class OutputCollector(_Emitter):
+    """A bolt's collector: emit anchored tuples, ack or fail inputs."""
+
+    def __init__(
+        self,
+        component_id: str,
+        task_id: int,
+        routes: dict[str, StreamRoute],
+        outboxes: Sequence[Any],
+        stats: TaskStats,
+        acker_tasks: list[int],
+    ) -> None:
+        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks)
+        self._pending_acks: dict[int, int] = {}
+        self._ack_info = routes[ACK_ACK_STREAM].info if ACK_ACK_STREAM in routes else None
+        self._fail_info = routes[ACK_FAIL_STREAM].info if ACK_FAIL_STREAM in routes else None
+        self._reset_info = (
+            routes[ACK_RESET_TIMEOUT_STREAM].info if ACK_RESET_TIMEOUT_STREAM in routes else None
+        )
+        #: The tuple whose processing latency is being sampled, and when it started.
+        self.sample_tuple: Tuple | None = None
+        self.sample_start = 0.0
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, anchored to ``anchors`` (a Tuple or a list).
+
+        Returns the ids of the tasks the tuple was sent to.
+
+        Raises:
+            ValueError: the stream is not declared, is direct, or the number of values
+                differs from its fields.
+        """
+        route = self._route(stream, values)
+        if route.direct:
+            self._non_direct(route)
+        targets = route.choose(self._task_id, values)
+        self._send(route, targets, values, anchors)
+        return targets
+
+    def emit_direct(
+        self,
+        task_id: int,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` on direct stream ``stream``.
+
+        Raises:
+            ValueError: the stream is not direct, or ``task_id`` does not subscribe to it.
+        """
+        route = self._direct_route(task_id, stream, values)
+        self._send(route, [task_id], values, anchors)
+
+    def _send(
+        self,
+        route: StreamRoute,
+        targets: list[int],
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None,
+    ) -> None:
+        route.emitted += 1
+        route.transferred += len(targets)
+        outboxes = self._outboxes
+        source = self._task_id
+        if anchors is None or not self._tracking:
+            tup = Tuple(values, route.info, source)
+            for target in targets:
+                outboxes[target].append(tup)
+        else:
+            if anchors.__class__ is Tuple:
+                anchors = (anchors,)  # type: ignore[assignment]
+            for target in targets:
+                roots: dict[int, int] | None = None
+                for anchor in anchors:  # type: ignore[union-attr]
+                    anchor_roots = anchor._roots
+                    if anchor_roots:
+                        edge = getrandbits(64)
+                        anchor._ack_val ^= edge
+                        if roots is None:
+                            roots = {}
+                        for root in anchor_roots:
+                            roots[root] = roots.get(root, 0) ^ edge
+                outboxes[target].append(Tuple(values, route.info, source, roots))
+        if self._observer is not None:
+            self._observer(route.stream_id, source, values, targets)
+
+    def ack(self, tup: Tuple) -> None:
+        """Mark ``tup`` processed. Every input must be acked or failed exactly once."""
+        roots = tup._roots
+        if roots:
+            pending = self._pending_acks
+            value = tup._ack_val
+            for root, edge in roots.items():
+                pending[root] = pending.get(root, 0) ^ edge ^ value
+        self._stats.acked += 1
+        if tup is self.sample_tuple:
+            self._stats.process_secs += perf_counter() - self.sample_start
+            self._stats.process_count += 1
+            self.sample_tuple = None
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail ``tup``: its spout tuple's ``fail`` is called (and a reliable spout replays)."""
+        roots = tup._roots
+        if roots:
+            info = self._fail_info
+            assert info is not None
+            for root in roots:
+                self._send_system(info, root, [root])
+        self._stats.failed += 1
+        if tup is self.sample_tuple:
+            self.sample_tuple = None
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of every tree ``tup`` belongs to (long work)."""
+        roots = tup._roots
+        if roots:
+            info = self._reset_info
+            assert info is not None
+            for root in roots:
+                self._send_system(info, root, [root])
+
+    def flush_acks(self) -> None:
+        """Send the acks combined so far, one message per root id. Called by the executor."""
+        pending = self._pending_acks
+        if not pending:
+            return
+        info = self._ack_info
+        assert info is not None
+        outboxes, ackers, acker_tasks, source = (
+            self._outboxes,
+            self._ackers,
+            self._acker_tasks,
+            self._task_id,
+        )
+        for root, value in pending.items():
+            if value:
+                outboxes[acker_tasks[root % ackers]].append(Tuple([root, value], info, source))
+        pending.clear()
+
+
+class BasicOutputCollector:
+    """A basic bolt's collector: emits are anchored to the input being executed."""
+
+    __slots__ = ("_out", "input")
+
+    def __init__(self, out: OutputCollector) -> None:
+        self._out = out
+        #: The input tuple being executed (set by the engine).
+        self.input: Tuple | None = None
+
+    @property
+    def output_collector(self) -> OutputCollector:
+        """The underlying :class:`OutputCollector`."""
+        return self._out
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to the current input; returns task ids."""
+        return self._out.emit(values, self.input, stream)
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        """Emit ``values`` to task ``task_id`` on direct ``stream``, anchored to the input."""
+        self._out.emit_direct(task_id, values, self.input, stream)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s trees."""
+        self._out.reset_timeout(tup)
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error in this component's metrics and the log."""
+        self._out.report_error(error)
+
+
+class SpoutOutputCollector(_Emitter):
+    """A spout's collector: emit tuples, tracked when given a ``msg_id``.
+
+    The engine's spout executor owns ``pending`` (root id -> ``[msg_id, start_ms]``,
+    oldest first) and ``completed`` (msg ids to ack right away: untracked emits when acking
+    is off, and emits that reached no task).
+    """
+
+    def __init__(
+        self,
+        component_id: str,
+        task_id: int,
+        routes: dict[str, StreamRoute],
+        outboxes: Sequence[Any],
+        stats: TaskStats,
+        acker_tasks: list[int],
+        clock: Clock,
+    ) -> None:
+        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks)
+        self._clock = clock
+        self.pending: dict[int, list[Any]] = {}
+        self.completed: list[Any] = []
+        #: Emits so far (the executor compares it to see whether next_tuple emitted).
+        self.emit_count = 0
+        self._init_info = routes[ACK_INIT_STREAM].info if ACK_INIT_STREAM in routes else None
+
+    def emit(
+        self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``; with ``msg_id`` the tuple tree is tracked.
+
+        ``ack(msg_id)``/``fail(msg_id)`` are later called on this spout task. Returns the
+        ids of the tasks the tuple was sent to.
+
+        Raises:
+            ValueError: the stream is not declared, is direct, or the number of values
+                differs from its fields.
+        """
+        route = self._route(stream, values)
+        if route.direct:
+            self._non_direct(route)
+        targets = route.choose(self._task_id, values)
+        self._send(route, targets, values, msg_id)
+        return targets
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` on direct stream ``stream``."""
+        route = self._direct_route(task_id, stream, values)
+        self._send(route, [task_id], values, msg_id)
+
+    def _send(
+        self, route: StreamRoute, targets: list[int], values: Sequence[Any], msg_id: Any
+    ) -> None:
+        self.emit_count += 1
+        route.emitted += 1
+        route.transferred += len(targets)
+        outboxes = self._outboxes
+        source = self._task_id
+        if msg_id is None or not self._tracking:
+            tup = Tuple(values, route.info, source)
+            for target in targets:
+                outboxes[target].append(tup)
+            if msg_id is not None:
+                self.completed.append(msg_id)
+        elif not targets:
+            self.completed.append(msg_id)
+        else:
+            root = getrandbits(64)
+            ack_val = 0
+            info = route.info
+            for target in targets:
+                edge = getrandbits(64)
+                ack_val ^= edge
+                outboxes[target].append(Tuple(values, info, source, {root: edge}))
+            self.pending[root] = [msg_id, self._clock.now_ms()]
+            init_info = self._init_info
+            assert init_info is not None
+            self._send_system(init_info, root, [root, ack_val, source])
+        if self._observer is not None:
+            self._observer(route.stream_id, source, values, targets)

@@ -1,0 +1,111 @@
+"""``TopologyContext``: what a task knows about its place in the running topology."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.model.fields import Fields
+from squall.model.grouping import GlobalStreamId, Grouping
+from squall.model.topology import StormTopology
+from squall.runtime.plan import TaskPlan
+
+
+class TopologyContext:
+    """Given to ``open``/``prepare``: the task's identity and the topology's structure.
+
+    Read-only; valid for the life of the task.
+    """
+
+    def __init__(
+        self,
+        topology: StormTopology,
+        plan: TaskPlan,
+        task_id: int,
+        topology_name: str = "",
+        conf: dict[str, Any] | None = None,
+    ) -> None:
+        self._topology = topology
+        self._plan = plan
+        self.task_id = task_id
+        self.component_id = plan.task_component[task_id]
+        self.task_index = plan.component_tasks[self.component_id].index(task_id)
+        self.topology_name = topology_name
+        self.conf = dict(conf or {})
+
+    @property
+    def storm_id(self) -> str:
+        """The topology's name (Storm's topology id)."""
+        return self.topology_name
+
+    @property
+    def worker(self) -> int:
+        """Index of the worker hosting this task."""
+        return self._plan.task_worker[self.task_id]
+
+    def get_this_task_id(self) -> int:
+        """This task's id."""
+        return self.task_id
+
+    def get_this_component_id(self) -> str:
+        """This task's component id."""
+        return self.component_id
+
+    def get_this_task_index(self) -> int:
+        """This task's position among its component's tasks (0-based)."""
+        return self.task_index
+
+    def get_component_id(self, task_id: int) -> str:
+        """The component that task ``task_id`` belongs to."""
+        return self._plan.task_component[task_id]
+
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        """Task ids of ``component_id``, ascending (empty for an unknown component)."""
+        return list(self._plan.component_tasks.get(component_id, []))
+
+    def get_component_ids(self) -> list[str]:
+        """Every component id, system components included."""
+        return sorted(self._plan.component_tasks)
+
+    def get_component_output_fields(self, component_id: str, stream: str = "default") -> Fields:
+        """The fields ``component_id`` declares for ``stream``.
+
+        Raises:
+            KeyError: the component or stream does not exist.
+        """
+        spec = self._topology.get_component(component_id)
+        try:
+            return spec.streams[stream].fields
+        except KeyError:
+            raise KeyError(
+                f"component {component_id!r} declares no stream {stream!r} "
+                f"(streams: {sorted(spec.streams)})"
+            ) from None
+
+    def get_this_output_fields(self, stream: str = "default") -> Fields:
+        """The fields this component declares for ``stream``."""
+        return self.get_component_output_fields(self.component_id, stream)
+
+    def get_this_streams(self) -> list[str]:
+        """Streams this component declares."""
+        return list(self._topology.get_component(self.component_id).streams)
+
+    def get_this_sources(self) -> dict[GlobalStreamId, Grouping]:
+        """The streams this component subscribes to, with their groupings."""
+        spec = self._topology.get_component(self.component_id)
+        return {GlobalStreamId(s.source, s.stream_id): s.grouping for s in spec.inputs}
+
+    def get_this_targets(self) -> dict[str, dict[str, Grouping]]:
+        """For each stream this component declares: subscriber component id -> grouping."""
+        spec = self._topology.get_component(self.component_id)
+        return {
+            stream: dict(self._topology.subscribers(self.component_id, stream))
+            for stream in spec.streams
+        }
+
+    def get_this_worker_tasks(self) -> list[int]:
+        """Every task id hosted by this task's worker."""
+        worker = self.worker
+        return sorted(t for t, w in self._plan.task_worker.items() if w == worker)
+
+    def __repr__(self) -> str:
+        return f"TopologyContext({self.component_id!r}, task={self.task_id})"

@@ -1,0 +1,253 @@
+"""Metrics: per-task counters kept by the engine, and the snapshot users read.
+
+Counters are written by one thread only (the task's) and read by ``get_topology_info``
+from another; reads may be a moment stale but never torn (plain int attributes).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+logger = logging.getLogger("squall")
+
+ERRORS_KEPT = 10
+CAPACITY_WINDOW_SECS = 10.0
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """One reported error: when, where, what, and the traceback if there was one."""
+
+    time: float
+    component_id: str
+    task_id: int
+    error: str
+    traceback: str = ""
+
+
+class TaskStats:
+    """Counters of one task. Written only by the task's own thread."""
+
+    __slots__ = (
+        "_capacity_samples",
+        "_error_window",
+        "_errors_in_window",
+        "acked",
+        "busy_secs",
+        "complete_count",
+        "complete_ms",
+        "component_id",
+        "errors",
+        "errors_total",
+        "executed",
+        "failed",
+        "max_errors_per_window",
+        "process_count",
+        "process_secs",
+        "routes",
+        "task_id",
+        "throttle_secs",
+        "timed_out",
+    )
+
+    def __init__(
+        self,
+        component_id: str,
+        task_id: int,
+        throttle_secs: float = 10.0,
+        max_errors_per_window: int = 5,
+    ) -> None:
+        self.component_id = component_id
+        self.task_id = task_id
+        self.executed = 0
+        self.acked = 0
+        self.failed = 0
+        self.timed_out = 0
+        self.busy_secs = 0.0
+        self.process_secs = 0.0
+        self.process_count = 0
+        self.complete_ms = 0.0
+        self.complete_count = 0
+        self.errors: deque[ErrorInfo] = deque(maxlen=ERRORS_KEPT)
+        self.errors_total = 0
+        self.routes: dict[str, Any] = {}
+        self.throttle_secs = throttle_secs
+        self.max_errors_per_window = max_errors_per_window
+        self._error_window = 0.0
+        self._errors_in_window = 0
+        self._capacity_samples: deque[tuple[float, float]] = deque()
+
+    def record_error(self, error: BaseException | str, with_traceback: bool = True) -> None:
+        """Count an error; keep its message and traceback unless throttled.
+
+        Storm's throttle: at most ``max_errors_per_window`` errors are recorded in full per
+        ``throttle_secs``; the rest are counted only.
+        """
+        self.errors_total += 1
+        now = time.time()
+        if now - self._error_window >= self.throttle_secs:
+            self._error_window = now
+            self._errors_in_window = 0
+        self._errors_in_window += 1
+        if self._errors_in_window > self.max_errors_per_window:
+            return
+        if isinstance(error, BaseException):
+            text = f"{type(error).__name__}: {error}"
+            trace = (
+                "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                if with_traceback
+                else ""
+            )
+        else:
+            text, trace = str(error), ""
+        self.errors.append(ErrorInfo(now, self.component_id, self.task_id, text, trace))
+        logger.error(
+            "component %r task %d: %s%s", self.component_id, self.task_id, text,
+            f"\n{trace}" if trace else "",
+        )
+
+    def sample_capacity(self, now: float) -> None:
+        """Remember (time, busy seconds) about once a second, for ``capacity``."""
+        samples = self._capacity_samples
+        if samples and now - samples[-1][0] < 1.0:
+            return
+        samples.append((now, self.busy_secs))
+        while len(samples) > 2 and now - samples[1][0] >= CAPACITY_WINDOW_SECS:
+            samples.popleft()
+
+    def capacity(self, now: float) -> float:
+        """Fraction of the last ~10 s this task spent executing (Storm's capacity)."""
+        samples = self._capacity_samples
+        if not samples:
+            return 0.0
+        start, busy_then = samples[0]
+        elapsed = now - start
+        if elapsed <= 0:
+            return 0.0
+        return max(0.0, min(1.0, (self.busy_secs - busy_then) / elapsed))
+
+
+@dataclass
+class ComponentStats:
+    """Metrics of one component, summed (counts) or averaged (latencies) over its tasks.
+
+    Attributes:
+        component_id: the component.
+        kind: ``"spout"`` or ``"bolt"``.
+        tasks: task ids.
+        emitted: tuples emitted on user streams (one per emit call).
+        transferred: tuples sent to tasks (an emit to three tasks counts three).
+        executed: tuples executed (bolts).
+        acked: tuples acked (bolts: inputs acked; spouts: trees completed).
+        failed: tuples failed (bolts: inputs failed; spouts: trees failed or timed out).
+        timed_out: spout trees failed because of the message timeout (part of ``failed``).
+        execute_latency_ms: mean time in ``execute`` per tuple (bolts).
+        process_latency_ms: mean time from ``execute`` start to ack, sampled (bolts).
+        complete_latency_ms: mean time from spout emit to tree completion (spouts).
+        capacity: highest fraction of the last ~10 s any task spent executing (bolts;
+            near 1.0 means the component is the bottleneck).
+        streams: per stream id, ``{"emitted": n, "transferred": n}`` (system streams too).
+        errors: the most recent errors (newest last).
+        errors_total: every error reported, including ones throttled from ``errors``.
+    """
+
+    component_id: str
+    kind: str
+    tasks: list[int]
+    emitted: int = 0
+    transferred: int = 0
+    executed: int = 0
+    acked: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    execute_latency_ms: float = 0.0
+    process_latency_ms: float = 0.0
+    complete_latency_ms: float = 0.0
+    capacity: float = 0.0
+    streams: dict[str, dict[str, int]] = field(default_factory=dict)
+    errors: list[ErrorInfo] = field(default_factory=list)
+    errors_total: int = 0
+    task_stats: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (JSON-serialisable)."""
+        return asdict(self)
+
+
+@dataclass
+class TopologyInfo:
+    """What ``get_topology_info(name)`` returns.
+
+    ``components`` maps component id to :class:`ComponentStats`, system components
+    (``__acker``) included. Item access works too: ``info["components"]["split"]["acked"]``.
+    """
+
+    name: str
+    status: str
+    uptime_secs: float
+    workers: int
+    components: dict[str, ComponentStats]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (JSON-serialisable)."""
+        return asdict(self)
+
+
+def summarize(
+    component_id: str, kind: str, stats: list[TaskStats], now: float
+) -> ComponentStats:
+    """Combine the task counters of one component into its :class:`ComponentStats`."""
+    summary = ComponentStats(component_id, kind, [s.task_id for s in stats])
+    busy = process_secs = complete_ms = 0.0
+    process_count = complete_count = 0
+    errors: list[ErrorInfo] = []
+    for task in stats:
+        task_emitted = task_transferred = 0
+        for stream_id, route in task.routes.items():
+            entry = summary.streams.setdefault(stream_id, {"emitted": 0, "transferred": 0})
+            entry["emitted"] += route.emitted
+            entry["transferred"] += route.transferred
+            if not stream_id.startswith("__"):
+                task_emitted += route.emitted
+                task_transferred += route.transferred
+        summary.emitted += task_emitted
+        summary.transferred += task_transferred
+        summary.executed += task.executed
+        summary.acked += task.acked
+        summary.failed += task.failed
+        summary.timed_out += task.timed_out
+        summary.errors_total += task.errors_total
+        busy += task.busy_secs
+        process_secs += task.process_secs
+        process_count += task.process_count
+        complete_ms += task.complete_ms
+        complete_count += task.complete_count
+        summary.capacity = max(summary.capacity, task.capacity(now))
+        errors.extend(task.errors)
+        summary.task_stats[task.task_id] = {
+            "emitted": task_emitted,
+            "transferred": task_transferred,
+            "executed": task.executed,
+            "acked": task.acked,
+            "failed": task.failed,
+        }
+    if summary.executed:
+        summary.execute_latency_ms = busy * 1000.0 / summary.executed
+    if process_count:
+        summary.process_latency_ms = process_secs * 1000.0 / process_count
+    if complete_count:
+        summary.complete_latency_ms = complete_ms / complete_count
+    summary.errors = sorted(errors, key=lambda e: e.time)[-ERRORS_KEPT:]
+    return summary

@@ -1,0 +1,264 @@
+"""Routing: which target tasks receive a tuple, per stream grouping.
+
+One module for both engines, so the same topology assigns the same tuples to the same
+task ids everywhere. Routers are built per emitting task (each has its own round-robin
+position and load counts, as in Storm) and return a fresh list of task ids per call.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from squall.model.errors import InvalidTopologyError
+from squall.model.grouping import GlobalStreamId, Grouping, GroupingKind
+from squall.model.topology import StormTopology
+from squall.model.tuple import StreamInfo
+from squall.runtime.context import TopologyContext
+from squall.runtime.hashing import hash_values, stable_hash
+from squall.runtime.plan import TaskPlan
+
+Chooser = Callable[[int, Sequence[Any]], list[int]]
+
+_CACHE_LIMIT = 1 << 16
+
+
+class ShuffleRouter:
+    """Round-robin over a shuffled copy of the targets: an exactly even spread.
+
+    The shuffle is seeded by the emitting task id, so assignments are reproducible.
+    """
+
+    def __init__(self, targets: list[int], source_task: int) -> None:
+        order = list(targets)
+        random.Random(source_task).shuffle(order)
+        self._order = order
+        self._size = len(order)
+        self._next = source_task % len(order)
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        position = self._next
+        self._next = position + 1 if position + 1 < self._size else 0
+        return [self._order[position]]
+
+
+class FieldsRouter:
+    """Equal values of the grouping fields always reach the same task (stable hash)."""
+
+    def __init__(self, targets: list[int], positions: list[int]) -> None:
+        self._targets = list(targets)
+        self._count = len(targets)
+        self._positions = positions
+        self._single = positions[0] if len(positions) == 1 else -1
+        self._cache: dict[Any, int] = {}
+
+    def target_for_key(self, key: Any) -> int:
+        """The task for a key (a value, or a tuple of values for several fields)."""
+        if self._single >= 0:
+            return self._targets[stable_hash(key) % self._count]
+        return self._targets[hash_values(key) % self._count]
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        if self._single >= 0:
+            key = values[self._single]
+        else:
+            key = tuple([values[p] for p in self._positions])
+        try:
+            return [self._cache[key]]
+        except KeyError:
+            target = self.target_for_key(key)
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = target
+            return [target]
+        except TypeError:  # unhashable value (a list, a dict): no caching
+            return [self.target_for_key(key)]
+
+
+class PartialKeyRouter:
+    """Each key has two candidate tasks; the one this emitter has sent less to wins."""
+
+    def __init__(self, targets: list[int], positions: list[int]) -> None:
+        self._targets = list(targets)
+        self._count = len(targets)
+        self._positions = positions
+        self._load = [0] * len(targets)
+
+    def candidates(self, values: Sequence[Any]) -> tuple[int, int]:
+        """The two candidate target indexes of a tuple's key."""
+        key = [values[p] for p in self._positions]
+        first = hash_values(key) % self._count
+        second = hash_values([*key, 0x5EED]) % self._count
+        return first, second
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        first, second = self.candidates(values)
+        load = self._load
+        chosen = second if load[first] > load[second] else first
+        load[chosen] += 1
+        return [self._targets[chosen]]
+
+
+class AllRouter:
+    """Every target task receives the tuple."""
+
+    def __init__(self, targets: list[int]) -> None:
+        self._targets = list(targets)
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return list(self._targets)
+
+
+class GlobalRouter:
+    """The whole stream goes to the lowest task id."""
+
+    def __init__(self, targets: list[int]) -> None:
+        self._target = min(targets)
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return [self._target]
+
+
+class CustomRouter:
+    """Delegates to the user's ``CustomStreamGrouping`` and checks what it returns."""
+
+    def __init__(self, grouping: Any, targets: list[int], describe: str) -> None:
+        self._grouping = grouping
+        self._valid = frozenset(targets)
+        self._describe = describe
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        chosen = self._grouping.choose_tasks(task_id, list(values))
+        result = list(chosen)
+        for target in result:
+            if target not in self._valid:
+                raise ValueError(
+                    f"{self._describe}: choose_tasks returned task {target!r}, which is not "
+                    f"one of the subscriber's tasks {sorted(self._valid)}"
+                )
+        return result
+
+
+def _no_targets(task_id: int, values: Sequence[Any]) -> list[int]:
+    return []
+
+
+class StreamRoute:
+    """Everything an emitting task needs for one of its output streams.
+
+    ``choose(task_id, values)`` returns the target task ids for a non-direct emit.
+    ``direct_targets`` holds the tasks allowed for ``emit_direct`` on a direct stream.
+    ``emitted``/``transferred`` are this task's counts for the stream (one writer).
+    """
+
+    __slots__ = (
+        "choose",
+        "direct",
+        "direct_targets",
+        "emitted",
+        "info",
+        "stream_id",
+        "transferred",
+        "width",
+    )
+
+    def __init__(
+        self, info: StreamInfo, direct: bool, choose: Chooser, direct_targets: frozenset[int]
+    ) -> None:
+        self.info = info
+        self.stream_id = info.stream_id
+        self.width = len(info.fields)
+        self.direct = direct
+        self.choose = choose
+        self.direct_targets = direct_targets
+        self.emitted = 0
+        self.transferred = 0
+
+
+def make_router(
+    grouping: Grouping,
+    targets: list[int],
+    source_task: int,
+    source_fields: Any,
+    context: TopologyContext,
+    plan: TaskPlan,
+    stream: GlobalStreamId,
+    subscriber: str,
+) -> Chooser:
+    """Build the chooser for one subscriber of one stream, for one emitting task."""
+    kind = grouping.kind
+    if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
+        return ShuffleRouter(targets, source_task).choose
+    if kind is GroupingKind.FIELDS:
+        positions = [source_fields.index(name) for name in grouping.fields or ()]
+        return FieldsRouter(targets, positions).choose
+    if kind is GroupingKind.PARTIAL_KEY:
+        positions = [source_fields.index(name) for name in grouping.fields or ()]
+        return PartialKeyRouter(targets, positions).choose
+    if kind is GroupingKind.ALL:
+        return AllRouter(targets).choose
+    if kind is GroupingKind.GLOBAL:
+        return GlobalRouter(targets).choose
+    if kind is GroupingKind.LOCAL_OR_SHUFFLE:
+        worker = plan.task_worker.get(source_task)
+        local = [t for t in targets if plan.task_worker.get(t) == worker]
+        return ShuffleRouter(local or targets, source_task).choose
+    if kind is GroupingKind.CUSTOM:
+        custom = copy.deepcopy(grouping.custom)
+        custom.prepare(context, stream, list(targets))  # type: ignore[union-attr]
+        describe = f"custom grouping of bolt {subscriber!r} on {stream.component_id}:{stream.stream_id}"
+        return CustomRouter(custom, targets, describe).choose
+    raise InvalidTopologyError(f"unsupported grouping {grouping.describe()}")
+
+
+def _combine(choosers: list[Chooser]) -> Chooser:
+    if not choosers:
+        return _no_targets
+    if len(choosers) == 1:
+        return choosers[0]
+
+    def choose_all(task_id: int, values: Sequence[Any]) -> list[int]:
+        result: list[int] = []
+        for chooser in choosers:
+            result.extend(chooser(task_id, values))
+        return result
+
+    return choose_all
+
+
+def build_routes(
+    topology: StormTopology, plan: TaskPlan, context: TopologyContext
+) -> dict[str, StreamRoute]:
+    """The routes of every stream the context's component declares, for its task."""
+    component_id = context.component_id
+    spec = topology.get_component(component_id)
+    routes: dict[str, StreamRoute] = {}
+    for stream_id, declaration in spec.streams.items():
+        info = StreamInfo(component_id, stream_id, declaration.fields)
+        choosers: list[Chooser] = []
+        direct_targets: set[int] = set()
+        for subscriber, grouping in topology.subscribers(component_id, stream_id):
+            targets = plan.component_tasks[subscriber]
+            if not targets:
+                continue
+            if grouping.kind is GroupingKind.DIRECT:
+                direct_targets.update(targets)
+                continue
+            choosers.append(
+                make_router(
+                    grouping,
+                    targets,
+                    context.task_id,
+                    declaration.fields,
+                    context,
+                    plan,
+                    GlobalStreamId(component_id, stream_id),
+                    subscriber,
+                )
+            )
+        routes[stream_id] = StreamRoute(
+            info, declaration.direct, _combine(choosers), frozenset(direct_targets)
+        )
+    return routes

@@ -1,0 +1,100 @@
+"""The system topology: the user's topology plus the components the engine adds.
+
+As in Storm, acking is done by ordinary bolts (``__acker``) on reserved ``__`` streams:
+spouts declare ``__ack_init``, bolts ``__ack_ack``/``__ack_fail``/``__ack_reset_timeout``,
+all fields-grouped on the root id into the acker, which answers each spout task on
+direct streams.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.model.config import Config
+from squall.model.declarer import StreamDeclaration
+from squall.model.fields import Fields
+from squall.model.grouping import Grouping, GroupingKind
+from squall.model.topology import ComponentSpec, StormTopology, Subscription
+from squall.runtime.acker import (
+    ACK_ACK_STREAM,
+    ACK_FAIL_STREAM,
+    ACK_INIT_STREAM,
+    ACK_RESET_TIMEOUT_STREAM,
+    ACKER_COMPONENT,
+    AckerBolt,
+)
+
+_ROOT_FIELDS = Fields("id")
+
+
+def acker_count(conf: dict[str, Any]) -> int:
+    """Acker executors: the configured number, or one per worker when unset."""
+    configured = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS)
+    if configured is None:
+        return max(1, int(conf.get(Config.TOPOLOGY_WORKERS) or 1))
+    return max(0, int(configured))
+
+
+def _copy_spec(spec: ComponentSpec) -> ComponentSpec:
+    return ComponentSpec(
+        spec.component_id,
+        spec.component,
+        spec.kind,
+        spec.parallelism,
+        spec.num_tasks,
+        dict(spec.conf),
+        list(spec.inputs),
+        dict(spec.streams),
+        spec.system,
+    )
+
+
+def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
+    """The topology with its system components and streams added (a new object)."""
+    ackers = acker_count(conf)
+    components = {spec.component_id: _copy_spec(spec) for spec in topology}
+    if ackers == 0:
+        return StormTopology(components)
+    by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
+    acker_inputs = []
+    for spec in components.values():
+        if spec.is_spout:
+            spec.streams[ACK_INIT_STREAM] = StreamDeclaration(
+                ACK_INIT_STREAM, Fields("id", "ack_val", "spout_task")
+            )
+            acker_inputs.append(Subscription(spec.component_id, ACK_INIT_STREAM, by_root))
+            for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM):
+                spec.inputs.append(
+                    Subscription(ACKER_COMPONENT, stream, Grouping(GroupingKind.DIRECT))
+                )
+        else:
+            spec.streams[ACK_ACK_STREAM] = StreamDeclaration(
+                ACK_ACK_STREAM, Fields("id", "ack_val")
+            )
+            spec.streams[ACK_FAIL_STREAM] = StreamDeclaration(ACK_FAIL_STREAM, _ROOT_FIELDS)
+            spec.streams[ACK_RESET_TIMEOUT_STREAM] = StreamDeclaration(
+                ACK_RESET_TIMEOUT_STREAM, _ROOT_FIELDS
+            )
+            for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM):
+                acker_inputs.append(Subscription(spec.component_id, stream, by_root))
+    acker_conf: dict[str, Any] = {}
+    if conf.get(Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS, True):
+        acker_conf[Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS] = conf.get(
+            Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS, 30
+        )
+    acker_streams = {
+        stream: StreamDeclaration(stream, _ROOT_FIELDS, direct=True)
+        for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
+    }
+    components[ACKER_COMPONENT] = ComponentSpec(
+        ACKER_COMPONENT,
+        AckerBolt(),
+        "bolt",
+        ackers,
+        ackers,
+        acker_conf,
+        acker_inputs,
+        acker_streams,
+        system=True,
+    )
+    return StormTopology(components)
