@@ -17,7 +17,7 @@ from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
 from squall.runtime.clock import Clock
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import AckBuffer, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
@@ -99,6 +99,9 @@ class RunningTopology:
         tracking = bool(acker_tasks)
         timeouts = tracking and bool(conf[Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS])
         timeout_ms = float(conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000.0 if timeouts else None
+        self.ack_buffers = [
+            AckBuffer(self.inboxes, acker_tasks) for _ in range(self.plan.num_workers)
+        ]
         throttle = float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS])
         max_errors = int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL])
         for spec in self.topology:
@@ -110,12 +113,13 @@ class RunningTopology:
                 routes = build_routes(self.topology, self.plan, context)
                 stats = TaskStats(spec.component_id, task_id, throttle, max_errors)
                 inbox = self.inboxes[task_id]
+                ack_buffer = self.ack_buffers[self.plan.task_worker[task_id]]
                 runner: TaskRunner
                 collector: SpoutOutputCollector | OutputCollector
                 if spec.is_spout:
                     collector = SpoutOutputCollector(
                         spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks,
-                        self.clock,
+                        self.clock, ack_buffer,
                     )
                     max_pending = task_conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
                     runner = SpoutRunner(
@@ -124,7 +128,8 @@ class RunningTopology:
                     )
                 else:
                     collector = OutputCollector(
-                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks
+                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks,
+                        ack_buffer,
                     )
                     runner = BoltRunner(component, context, task_conf, stats, inbox, collector)
                 if not spec.system:
@@ -183,6 +188,7 @@ class RunningTopology:
                     self.clock,
                     list(schedules.values()),
                     idle_sleep,
+                    self.ack_buffers[index],
                 )
             )
         return workers
@@ -231,7 +237,7 @@ class RunningTopology:
 
     def is_idle(self) -> bool:
         """No tuple queued, no tuple tree pending, every worker idle."""
-        if any(self.inboxes):
+        if any(self.inboxes) or any(b.acks for b in self.ack_buffers):
             return False
         for runner in self.runners.values():
             if isinstance(runner, SpoutRunner) and (

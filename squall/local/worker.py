@@ -20,6 +20,7 @@ from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
 from squall.local.tasks import TaskRunner
 from squall.runtime.clock import Clock
+from squall.runtime.collectors import AckBuffer
 
 SPIN_ROUNDS = 16
 BOLT_BATCH = 2048
@@ -59,12 +60,14 @@ class Worker:
         clock: Clock,
         ticks: list[TickSchedule],
         idle_sleep_secs: float,
+        ack_buffer: AckBuffer,
     ) -> None:
         self.name = name
         self.runners = runners
         self.clock = clock
         self.ticks = ticks
         self.idle_sleep_secs = idle_sleep_secs
+        self.ack_buffer = ack_buffer
         self.ready = threading.Event()
         self.start_error: ComponentError | None = None
         self.idle_rounds = 0
@@ -136,6 +139,7 @@ class Worker:
                 self._loop()
         finally:
             self._run_commands()
+            self.ack_buffer.flush()
             for runner in self._started:
                 runner.stop()
             self.ready.set()
@@ -145,6 +149,7 @@ class Worker:
         runners = self.runners
         limits = [SPOUT_BATCH if r.is_spout else BOLT_BATCH for r in runners]
         pairs = list(zip(runners, limits, strict=True))
+        flush_acks = self.ack_buffer.flush
         next_sample = 0.0
         now = clock.now_ms()
         for schedule in self.ticks:
@@ -158,6 +163,7 @@ class Worker:
             done = 0
             for runner, limit in pairs:
                 done += runner.run_batch(limit, now)
+            flush_acks()
             self.rounds += 1
             wall = time.monotonic()
             if wall >= next_sample:

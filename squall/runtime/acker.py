@@ -59,14 +59,7 @@ class AckerBolt(Bolt):
         stream = tup._info.stream_id
         values = tup.values
         pending = self.pending
-        if stream == ACK_ACK_STREAM:
-            root = values[0]
-            entry = pending.get(root)
-            if entry is None:
-                pending[root] = [values[1], None, self.generation, False]
-                return
-            entry[_VALUE] ^= values[1]
-        elif stream == ACK_INIT_STREAM:
+        if stream == ACK_INIT_STREAM:
             root = values[0]
             entry = pending.get(root)
             if entry is None:
@@ -74,6 +67,13 @@ class AckerBolt(Bolt):
             else:
                 entry[_VALUE] ^= values[1]
                 entry[_SPOUT_TASK] = values[2]
+        elif stream == ACK_ACK_STREAM:
+            root = values[0]
+            entry = pending.get(root)
+            if entry is None:
+                pending[root] = [values[1], None, self.generation, False]
+                return
+            entry[_VALUE] ^= values[1]
         elif stream == ACK_FAIL_STREAM:
             root = values[0]
             entry = pending.get(root)

@@ -17,7 +17,8 @@ from random import getrandbits
 from time import perf_counter
 from typing import Any
 
-from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.model.fields import Fields
+from squall.model.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, SYSTEM_TASK_ID, StreamInfo, Tuple
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
     ACK_FAIL_STREAM,
@@ -28,8 +29,57 @@ from squall.runtime.clock import Clock
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
 
+_INIT_FIELDS = Fields("id", "ack_val", "spout_task")
+_ACK_FIELDS = Fields("id", "ack_val")
+
 Observer = Callable[[str, int, Sequence[Any], list[int]], None]
 """Called as ``observer(stream_id, task_id, values, targets)`` after every user emit."""
+
+
+class AckBuffer:
+    """Ack values XOR-combined per root id before they are sent to the ackers.
+
+    Shared by the tasks of one worker (one thread) and flushed by the engine after each
+    round of work. XOR is associative, so the ackers end in the same state as if every
+    message had been sent alone, with far fewer messages: a tree created and completed
+    within one round costs one message, the init carrying the combined value (zero).
+    Fails and timeout resets are not buffered.
+    """
+
+    __slots__ = ("acks", "inits", "_ack_info", "_acker_tasks", "_ackers", "_init_info", "_outboxes")
+
+    def __init__(self, outboxes: Sequence[Any], acker_tasks: list[int]) -> None:
+        self._outboxes = outboxes
+        self._acker_tasks = acker_tasks
+        self._ackers = len(acker_tasks)
+        self._init_info = StreamInfo(SYSTEM_COMPONENT, ACK_INIT_STREAM, _INIT_FIELDS)
+        self._ack_info = StreamInfo(SYSTEM_COMPONENT, ACK_ACK_STREAM, _ACK_FIELDS)
+        #: root id -> XOR of the values acked or initialised since the last flush.
+        self.acks: dict[int, int] = {}
+        #: root id -> spout task, for trees whose init is in ``acks``.
+        self.inits: dict[int, int] = {}
+
+    def flush(self) -> None:
+        """Send one message per root id with a pending value. Called on the owning thread."""
+        acks = self.acks
+        if not acks:
+            return
+        outboxes, ackers, acker_tasks = self._outboxes, self._ackers, self._acker_tasks
+        inits = self.inits
+        if inits:
+            info = self._init_info
+            for root, spout_task in inits.items():
+                outboxes[acker_tasks[root % ackers]].append(
+                    Tuple([root, acks.pop(root, 0), spout_task], info, SYSTEM_TASK_ID)
+                )
+            inits.clear()
+        info = self._ack_info
+        for root, value in acks.items():
+            if value:
+                outboxes[acker_tasks[root % ackers]].append(
+                    Tuple([root, value], info, SYSTEM_TASK_ID)
+                )
+        acks.clear()
 
 
 class _Emitter:
@@ -43,6 +93,7 @@ class _Emitter:
         outboxes: Sequence[Any],
         stats: TaskStats,
         acker_tasks: list[int],
+        ack_buffer: AckBuffer | None = None,
     ) -> None:
         self._component_id = component_id
         self._task_id = task_id
@@ -52,6 +103,7 @@ class _Emitter:
         self._acker_tasks = acker_tasks
         self._ackers = len(acker_tasks)
         self._tracking = bool(acker_tasks)
+        self._ack_buffer = ack_buffer or AckBuffer(outboxes, acker_tasks)
         self._observer: Observer | None = None
         stats.routes = routes
 
@@ -118,10 +170,11 @@ class OutputCollector(_Emitter):
         outboxes: Sequence[Any],
         stats: TaskStats,
         acker_tasks: list[int],
+        ack_buffer: AckBuffer | None = None,
     ) -> None:
-        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks)
-        self._pending_acks: dict[int, int] = {}
-        self._ack_info = routes[ACK_ACK_STREAM].info if ACK_ACK_STREAM in routes else None
+        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
+        #: Shared with the other tasks of the worker (see :class:`AckBuffer`).
+        self.pending_acks = self._ack_buffer.acks
         self._fail_info = routes[ACK_FAIL_STREAM].info if ACK_FAIL_STREAM in routes else None
         self._reset_info = (
             routes[ACK_RESET_TIMEOUT_STREAM].info if ACK_RESET_TIMEOUT_STREAM in routes else None
@@ -144,11 +197,37 @@ class OutputCollector(_Emitter):
             ValueError: the stream is not declared, is direct, or the number of values
                 differs from its fields.
         """
-        route = self._route(stream, values)
-        if route.direct:
+        # The hot path of the engine: checks and the common single-anchor case inline.
+        route = self._routes.get(stream)
+        if route is None or route.direct or len(values) != route.width:
+            route = self._route(stream, values)
             self._non_direct(route)
-        targets = route.choose(self._task_id, values)
-        self._send(route, targets, values, anchors)
+        source = self._task_id
+        targets = route.choose(source, values)
+        route.emitted += 1
+        route.transferred += len(targets)
+        outboxes = self._outboxes
+        if anchors is None or not self._tracking:
+            tup = Tuple(values, route.info, source)
+            for target in targets:
+                outboxes[target].append(tup)
+        elif anchors.__class__ is Tuple:
+            anchor_roots = anchors._roots  # type: ignore[union-attr]
+            if anchor_roots:
+                for target in targets:
+                    edge = getrandbits(64)
+                    anchors._ack_val ^= edge  # type: ignore[union-attr]
+                    outboxes[target].append(
+                        Tuple(values, route.info, source, dict.fromkeys(anchor_roots, edge))
+                    )
+            else:
+                tup = Tuple(values, route.info, source)
+                for target in targets:
+                    outboxes[target].append(tup)
+        else:
+            self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
+        if self._observer is not None:
+            self._observer(route.stream_id, source, values, targets)
         return targets
 
     def emit_direct(
@@ -163,7 +242,19 @@ class OutputCollector(_Emitter):
         Raises:
             ValueError: the stream is not direct, or ``task_id`` does not subscribe to it.
         """
-        route = self._direct_route(task_id, stream, values)
+        route = self._routes.get(stream)
+        if (
+            route is None
+            or not route.direct
+            or len(values) != route.width
+            or task_id not in route.direct_targets
+        ):
+            route = self._direct_route(task_id, stream, values)
+        if anchors is None and self._observer is None:
+            route.emitted += 1
+            route.transferred += 1
+            self._outboxes[task_id].append(Tuple(values, route.info, self._task_id))
+            return
         self._send(route, [task_id], values, anchors)
 
     def _send(
@@ -175,35 +266,47 @@ class OutputCollector(_Emitter):
     ) -> None:
         route.emitted += 1
         route.transferred += len(targets)
-        outboxes = self._outboxes
         source = self._task_id
         if anchors is None or not self._tracking:
             tup = Tuple(values, route.info, source)
             for target in targets:
-                outboxes[target].append(tup)
+                self._outboxes[target].append(tup)
         else:
             if anchors.__class__ is Tuple:
                 anchors = (anchors,)  # type: ignore[assignment]
-            for target in targets:
-                roots: dict[int, int] | None = None
-                for anchor in anchors:  # type: ignore[union-attr]
-                    anchor_roots = anchor._roots
-                    if anchor_roots:
-                        edge = getrandbits(64)
-                        anchor._ack_val ^= edge
-                        if roots is None:
-                            roots = {}
-                        for root in anchor_roots:
-                            roots[root] = roots.get(root, 0) ^ edge
-                outboxes[target].append(Tuple(values, route.info, source, roots))
+            self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)
+
+    def _send_anchored(
+        self,
+        route: StreamRoute,
+        targets: list[int],
+        values: Sequence[Any],
+        anchors: Sequence[Tuple],
+    ) -> None:
+        """Storm's bolt emit: per target and per anchor a new edge id, XORed into the
+        anchor's ack value and into the new tuple's id for each of the anchor's roots."""
+        outboxes = self._outboxes
+        source = self._task_id
+        for target in targets:
+            roots: dict[int, int] | None = None
+            for anchor in anchors:
+                anchor_roots = anchor._roots
+                if anchor_roots:
+                    edge = getrandbits(64)
+                    anchor._ack_val ^= edge
+                    if roots is None:
+                        roots = {}
+                    for root in anchor_roots:
+                        roots[root] = roots.get(root, 0) ^ edge
+            outboxes[target].append(Tuple(values, route.info, source, roots))
 
     def ack(self, tup: Tuple) -> None:
         """Mark ``tup`` processed. Every input must be acked or failed exactly once."""
         roots = tup._roots
         if roots:
-            pending = self._pending_acks
+            pending = self.pending_acks
             value = tup._ack_val
             for root, edge in roots.items():
                 pending[root] = pending.get(root, 0) ^ edge ^ value
@@ -235,31 +338,18 @@ class OutputCollector(_Emitter):
                 self._send_system(info, root, [root])
 
     def flush_acks(self) -> None:
-        """Send the acks combined so far, one message per root id. Called by the executor."""
-        pending = self._pending_acks
-        if not pending:
-            return
-        info = self._ack_info
-        assert info is not None
-        outboxes, ackers, acker_tasks, source = (
-            self._outboxes,
-            self._ackers,
-            self._acker_tasks,
-            self._task_id,
-        )
-        for root, value in pending.items():
-            if value:
-                outboxes[acker_tasks[root % ackers]].append(Tuple([root, value], info, source))
-        pending.clear()
+        """Send the combined acks now (engines flush their shared buffers themselves)."""
+        self._ack_buffer.flush()
 
 
 class BasicOutputCollector:
     """A basic bolt's collector: emits are anchored to the input being executed."""
 
-    __slots__ = ("_out", "input")
+    __slots__ = ("_emit", "_out", "input")
 
     def __init__(self, out: OutputCollector) -> None:
         self._out = out
+        self._emit = out.emit
         #: The input tuple being executed (set by the engine).
         self.input: Tuple | None = None
 
@@ -270,7 +360,7 @@ class BasicOutputCollector:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to the current input; returns task ids."""
-        return self._out.emit(values, self.input, stream)
+        return self._emit(values, self.input, stream)
 
     def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit ``values`` to task ``task_id`` on direct ``stream``, anchored to the input."""
@@ -302,14 +392,14 @@ class SpoutOutputCollector(_Emitter):
         stats: TaskStats,
         acker_tasks: list[int],
         clock: Clock,
+        ack_buffer: AckBuffer | None = None,
     ) -> None:
-        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks)
+        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
         self._clock = clock
         self.pending: dict[int, list[Any]] = {}
         self.completed: list[Any] = []
         #: Emits so far (the executor compares it to see whether next_tuple emitted).
         self.emit_count = 0
-        self._init_info = routes[ACK_INIT_STREAM].info if ACK_INIT_STREAM in routes else None
 
     def emit(
         self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
@@ -362,8 +452,9 @@ class SpoutOutputCollector(_Emitter):
                 ack_val ^= edge
                 outboxes[target].append(Tuple(values, info, source, {root: edge}))
             self.pending[root] = [msg_id, self._clock.now_ms()]
-            init_info = self._init_info
-            assert init_info is not None
-            self._send_system(init_info, root, [root, ack_val, source])
+            buffer = self._ack_buffer
+            buffer.inits[root] = source
+            acks = buffer.acks
+            acks[root] = acks.get(root, 0) ^ ack_val
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)

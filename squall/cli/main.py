@@ -1,0 +1,207 @@
+"""The ``squall`` command: a thin click layer over the loader, the runner and the display."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+import squall
+from squall.cli.display import summary_view, topology_table
+from squall.cli.loader import (
+    LoadedTopology,
+    TopologyLoadError,
+    TopologyTarget,
+    format_frames,
+    load_topology,
+    parse_conf_options,
+)
+from squall.cli.running import RunOptions, run_topology, squall_logging
+from squall.local.cluster import LocalCluster
+from squall.model.config import Config, effective_config
+from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
+from squall.runtime.plan import build_plan
+from squall.runtime.system import acker_count, system_topology
+
+CONF_HELP = (
+    "Configuration entry KEY=VALUE with Storm's key names, e.g. topology.workers=2 or "
+    "topology.max.spout.pending=1000 (repeatable). VALUE is parsed as JSON when it can "
+    "be (numbers, true/false, null), else kept as a string. Overrides the file's conf."
+)
+_NARROW_WIDTH = 160
+_SQUALL_DIR = Path(squall.__file__).resolve().parent
+
+
+def make_console() -> Console:
+    """A console for stdout; wide enough for the tables when stdout is not a terminal."""
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(highlight=False, width=_NARROW_WIDTH)
+    return console
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn errors caused by the user's file or settings into clean click errors."""
+    try:
+        yield
+    except TopologyLoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    except InvalidTopologyError as exc:
+        raise click.ClickException(f"invalid topology: {exc}") from None
+    except ComponentError as exc:
+        message = f"the topology could not start: {exc}"
+        cause = exc.__cause__
+        if cause is not None:
+            outside = format_frames(cause, lambda path: not path.is_relative_to(_SQUALL_DIR))
+            message += "\n" + outside
+        raise click.ClickException(message) from None
+    except SquallError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _load(target: str, conf_options: tuple[str, ...]) -> tuple[LoadedTopology, dict[str, Any]]:
+    loaded = load_topology(TopologyTarget.parse(target))
+    conf = {**loaded.conf, **parse_conf_options(conf_options)}
+    return loaded, conf
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(squall.__version__, "-V", "--version", prog_name="squall")
+def main() -> None:
+    """squall: Apache Storm's stream-processing model in Python.
+
+    Run a topology defined in a Python file on the embedded engine (LocalCluster) and
+    watch its metrics, or inspect its components and task plan without running it.
+
+    \b
+    Examples:
+      squall run examples/word_count.py --seconds 5
+      squall run app.py:build_topology --conf topology.workers=2 --no-live
+      squall info examples/multi_stream.py
+    """
+
+
+@main.command()
+def version() -> None:
+    """Print squall's version."""
+    click.echo(f"squall {squall.__version__}")
+
+
+@main.command(short_help="Run a topology on LocalCluster with live metrics.")
+@click.argument("target", metavar="FILE.py[:NAME]")
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="How long to run the topology; 0 runs it until Ctrl-C.",
+)
+@click.option("--conf", "conf_options", multiple=True, metavar="KEY=VALUE", help=CONF_HELP)
+@click.option("--name", help="Name to run the topology under.  [default: the file's stem]")
+@click.option(
+    "--refresh",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between refreshes of the live metrics table.",
+)
+@click.option(
+    "--live/--no-live",
+    default=True,
+    show_default=True,
+    help="Show a live metrics table while running (only on a terminal).",
+)
+@click.option(
+    "--drain",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="At the end, seconds to wait for in-flight tuples after stopping the spouts.",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Log squall's messages (errors with tracebacks; emits when topology.debug=true).",
+)
+def run(
+    target: str,
+    seconds: float,
+    conf_options: tuple[str, ...],
+    name: str | None,
+    refresh: float,
+    live: bool,
+    drain: float,
+    verbose: bool,
+) -> None:
+    """Run the topology in FILE.py[:NAME] on LocalCluster and show its metrics.
+
+    While it runs (--seconds, or until Ctrl-C) a live table shows, per component: kind,
+    tasks, tuples emitted, transferred, executed, acked and failed, execute latency
+    (bolts), complete latency (spouts), capacity and errors. At the end the spouts are
+    deactivated, in-flight tuples drain (--drain), the topology is killed and a final
+    summary is printed with the most recent errors and the start of their tracebacks.
+
+    FILE.py[:NAME] names a Python file and, optionally, the topology in it: NAME is a
+    module-level StormTopology or a function taking no arguments that returns one.
+    Without NAME, squall uses `topology` or `build_topology` if the file defines one,
+    else the only StormTopology defined at module level. A module-level `conf` (or
+    `CONF`) dict is the base configuration, which --conf entries override.
+
+    Errors in the file (syntax errors, exceptions while importing it or building the
+    topology, an invalid topology, an open/prepare that raises) end the command with
+    a message and exit code 1.
+    """
+    console = make_console()
+    with user_errors():
+        loaded, conf = _load(target, conf_options)
+        topology_name = name or TopologyTarget.parse(target).default_topology_name
+        workers = conf.get(Config.TOPOLOGY_WORKERS, 1)
+        until = f"for {seconds:g} s" if seconds > 0 else "until Ctrl-C"
+        console.print(
+            f"Running {loaded.source} as {topology_name!r} on LocalCluster "
+            f"({workers} worker(s)) {until}; Ctrl-C stops it."
+        )
+        options = RunOptions(seconds, refresh, live, drain)
+        with squall_logging(console, verbose), LocalCluster() as cluster:
+            info = run_topology(cluster, topology_name, conf, loaded.topology, options, console)
+    console.print(summary_view(info, loaded.topology.component_ids()))
+
+
+@main.command(short_help="Show a topology's components, tasks and streams.")
+@click.argument("target", metavar="FILE.py[:NAME]")
+@click.option("--conf", "conf_options", multiple=True, metavar="KEY=VALUE", help=CONF_HELP)
+def info(target: str, conf_options: tuple[str, ...]) -> None:
+    """Show the topology in FILE.py[:NAME] without running it.
+
+    Lists every component (the __acker system bolt included) with its executors, task
+    count, task ids, workers, declared streams with their fields, and the streams it
+    subscribes to with their groupings. Task ids and workers are the ones `squall run`
+    would use with the same --conf (they depend on topology.workers and
+    topology.acker.executors).
+
+    FILE.py[:NAME] is found as for `squall run` (see `squall run --help`).
+    """
+    console = make_console()
+    with user_errors():
+        loaded, conf = _load(target, conf_options)
+        effective = effective_config(conf)
+        try:
+            full = system_topology(loaded.topology, effective)
+            plan = build_plan(full, effective)
+        except (TypeError, ValueError) as exc:
+            raise click.ClickException(f"invalid configuration: {exc}") from None
+    title = (
+        f"{loaded.source}: {plan.num_workers} worker(s), {acker_count(effective)} acker executor(s)"
+    )
+    console.print(topology_table(full, plan, title))
+    if conf:
+        console.print("Configuration:")
+        for key, value in sorted(conf.items()):
+            console.print(f"  {key} = {value!r}", markup=False)

@@ -1,0 +1,129 @@
+"""Running a topology on ``LocalCluster`` for ``squall run``: watch it, stop it, report.
+
+Runs on the command's main thread; the topology runs on the cluster's worker threads.
+Ctrl-C (``KeyboardInterrupt``) while watching ends the run early but still stops the
+topology cleanly and returns its final metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.logging import RichHandler
+
+from squall.cli.display import metrics_table
+from squall.local.cluster import LocalCluster
+from squall.model.topology import StormTopology
+from squall.runtime.metrics import TopologyInfo
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``squall run`` runs a topology.
+
+    Attributes:
+        seconds: how long to run; 0 runs until Ctrl-C.
+        refresh_secs: seconds between refreshes of the live table.
+        live: show a live table (only on a terminal; otherwise nothing until the end).
+        drain_secs: after deactivating the spouts, how long to wait at most for in-flight
+            tuple trees to finish before killing the topology.
+    """
+
+    seconds: float = 10.0
+    refresh_secs: float = 1.0
+    live: bool = True
+    drain_secs: float = 10.0
+
+
+@contextmanager
+def squall_logging(console: Console, verbose: bool) -> Iterator[None]:
+    """Route the ``squall`` logger for the duration of a run.
+
+    Errors are shown in the metrics tables, so by default the logger is silenced (its
+    records would otherwise reach stderr and garble the live table). With ``verbose``
+    its records, including ``topology.debug`` emit logs, go to ``console``. The logger's
+    previous handlers, level and propagation are restored afterwards.
+    """
+    logger = logging.getLogger("squall")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    handler: logging.Handler = (
+        RichHandler(console=console, show_path=False) if verbose else logging.NullHandler()
+    )
+    logger.handlers = [handler]
+    logger.propagate = False
+    if verbose:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.handlers, level, logger.propagate = saved
+        logger.setLevel(level)
+
+
+def run_topology(
+    cluster: LocalCluster,
+    name: str,
+    conf: dict[str, Any],
+    topology: StormTopology,
+    options: RunOptions,
+    console: Console,
+) -> TopologyInfo:
+    """Submit ``topology``, watch it for ``options.seconds``, then stop it.
+
+    Stopping deactivates the spouts, waits up to ``options.drain_secs`` for in-flight
+    tuples (a second Ctrl-C skips the wait), takes the final metrics and kills the
+    topology.
+
+    Returns:
+        The metrics taken just before the kill.
+
+    Raises:
+        InvalidTopologyError: the topology or configuration is invalid.
+        ComponentError: a task's ``open``/``prepare`` raised; nothing was left running.
+    """
+    cluster.submit_topology(name, conf, topology)
+    try:
+        _watch(cluster, name, options, console)
+    except KeyboardInterrupt:
+        console.print("[yellow]Interrupted: stopping the topology.[/yellow]")
+    return _stop(cluster, name, options.drain_secs, console)
+
+
+def _watch(cluster: LocalCluster, name: str, options: RunOptions, console: Console) -> None:
+    deadline = time.monotonic() + options.seconds if options.seconds > 0 else None
+
+    def remaining() -> float:
+        return float("inf") if deadline is None else deadline - time.monotonic()
+
+    if not (options.live and console.is_terminal):
+        while remaining() > 0:
+            time.sleep(min(remaining(), 0.5))
+        return
+    order = cluster.get_topology(name).component_ids()
+    table = metrics_table(cluster.get_topology_info(name), order=order)
+    with Live(table, console=console, auto_refresh=False, transient=True) as view:
+        while remaining() > 0:
+            time.sleep(max(0.0, min(remaining(), options.refresh_secs)))
+            view.update(metrics_table(cluster.get_topology_info(name), order=order), refresh=True)
+
+
+def _stop(cluster: LocalCluster, name: str, drain_secs: float, console: Console) -> TopologyInfo:
+    try:
+        cluster.deactivate(name)
+        if drain_secs > 0 and not cluster.wait_idle(name, drain_secs):
+            console.print(
+                f"[yellow]Tuples were still in flight after {drain_secs:g} s; "
+                "killing anyway.[/yellow]"
+            )
+    except KeyboardInterrupt:
+        console.print("[yellow]Interrupted again: killing without waiting.[/yellow]")
+    info = cluster.get_topology_info(name)
+    cluster.kill_topology(name, wait_secs=0)
+    return info

@@ -1,0 +1,20 @@
+"""Public helpers for testing topologies: fixed and fed spouts, a capturing bolt, and
+``complete_topology`` (run until all input is processed, read what each component
+emitted)."""
+
+from squall.runtime.clock import ManualClock
+from squall.testing.bolts import CapturingBolt, Received
+from squall.testing.complete import CompleteTopologyResult, complete_topology
+from squall.testing.shared import SharedRecord
+from squall.testing.spouts import FeederSpout, FixedTupleSpout
+
+__all__ = [
+    "CapturingBolt",
+    "CompleteTopologyResult",
+    "FeederSpout",
+    "FixedTupleSpout",
+    "ManualClock",
+    "Received",
+    "SharedRecord",
+    "complete_topology",
+]

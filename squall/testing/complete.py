@@ -1,0 +1,142 @@
+"""``complete_topology``: run a topology until all its input is processed, capture output."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from squall.local.cluster import LocalCluster
+from squall.model.components import Spout
+from squall.model.errors import SquallError
+from squall.model.topology import ComponentSpec, StormTopology
+from squall.testing.spouts import FixedTupleSpout
+
+MockSource = Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]]
+
+_names = itertools.count(1)
+
+
+class CompleteTopologyResult:
+    """What ``complete_topology`` captured: every tuple each component emitted."""
+
+    def __init__(self, emitted: dict[tuple[str, str], list[list[Any]]], info: Any) -> None:
+        self._emitted = emitted
+        #: The final metrics (:class:`~squall.runtime.metrics.TopologyInfo`).
+        self.info = info
+
+    def read_tuples(self, component_id: str, stream: str = "default") -> list[list[Any]]:
+        """Values of every tuple ``component_id`` emitted on ``stream``, in emit order per
+        task (tasks interleave as they ran)."""
+        return [list(values) for values in self._emitted.get((component_id, stream), [])]
+
+    def streams(self) -> list[tuple[str, str]]:
+        """Every (component, stream) that emitted at least one tuple."""
+        return sorted(self._emitted)
+
+
+def _with_mocks(topology: StormTopology, mock_sources: Mapping[str, MockSource]) -> StormTopology:
+    components: dict[str, ComponentSpec] = {}
+    for spec in topology:
+        copy = ComponentSpec(
+            spec.component_id, spec.component, spec.kind, spec.parallelism, spec.num_tasks,
+            dict(spec.conf), list(spec.inputs), dict(spec.streams), spec.system,
+        )
+        if spec.component_id in mock_sources:
+            if not spec.is_spout:
+                raise SquallError(
+                    f"mock_sources names {spec.component_id!r}, which is a bolt, not a spout"
+                )
+            copy.component = FixedTupleSpout(
+                mock_sources[spec.component_id],
+                streams={sid: decl.fields for sid, decl in spec.streams.items()},
+            )
+        components[spec.component_id] = copy
+    unknown = sorted(set(mock_sources) - set(components))
+    if unknown:
+        raise SquallError(f"mock_sources names unknown spout(s) {unknown}")
+    return StormTopology(components)
+
+
+def complete_topology(
+    topology: StormTopology,
+    mock_sources: Mapping[str, MockSource] | None = None,
+    conf: dict[str, Any] | None = None,
+    cluster: LocalCluster | None = None,
+    timeout_secs: float = 30.0,
+) -> CompleteTopologyResult:
+    """Run ``topology`` until every spout tuple is fully processed; return what was emitted.
+
+    Spouts named in ``mock_sources`` are replaced by a :class:`FixedTupleSpout` emitting the
+    given tuples (a list of value lists for the default stream, or a mapping stream id ->
+    value lists). Every other spout must say when it is done with an ``is_exhausted()``
+    method (``FixedTupleSpout`` and ``FeederSpout`` have one). The run ends once all spouts
+    are exhausted and nothing is queued or pending; the topology is then killed.
+
+    Args:
+        topology: the topology to run.
+        mock_sources: spout id -> tuples to emit instead of the spout.
+        conf: topology configuration.
+        cluster: run on this cluster (default: a new ``LocalCluster``, shut down after).
+        timeout_secs: give up after this long.
+
+    Raises:
+        SquallError: a spout cannot tell when it is exhausted, or a mock source names an
+            unknown spout.
+        TimeoutError: the topology did not complete within ``timeout_secs`` (the message
+            says which spouts were not exhausted and how much was still pending).
+    """
+    if mock_sources:
+        topology = _with_mocks(topology, mock_sources)
+    for spec in topology.spouts.values():
+        if not callable(getattr(spec.component, "is_exhausted", None)):
+            raise SquallError(
+                f"complete_topology cannot tell when spout {spec.component_id!r} "
+                f"({type(spec.component).__name__}) is done: give it an is_exhausted() "
+                f"method or pass mock_sources={{{spec.component_id!r}: [...]}}"
+            )
+    emitted: dict[tuple[str, str], list[list[Any]]] = {}
+    lock = threading.Lock()
+
+    def capture(
+        component_id: str, stream: str, task: int, values: Sequence[Any], targets: list[int]
+    ) -> None:
+        with lock:
+            emitted.setdefault((component_id, stream), []).append(list(values))
+
+    owned = cluster is None
+    runner = cluster or LocalCluster()
+    name = f"complete-topology-{next(_names)}"
+    try:
+        runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
+        running = runner.get_running(name)
+        spouts = [
+            r.component for r in running.runners.values() if isinstance(r.component, Spout)
+        ]
+        deadline = time.monotonic() + timeout_secs
+        while True:
+            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):  # type: ignore[attr-defined]
+                break
+            if time.monotonic() > deadline:
+                waiting = sorted(
+                    running.runners[t].component_id
+                    for t in running.runners
+                    if isinstance(running.runners[t].component, Spout)
+                    and not running.runners[t].component.is_exhausted()
+                )
+                raise TimeoutError(
+                    f"topology did not complete in {timeout_secs} s: spouts not exhausted: "
+                    f"{waiting or 'none'}; {running.info().extra}"
+                )
+            time.sleep(0.002)
+        info = running.info()
+        runner.kill_topology(name, wait_secs=0)
+    finally:
+        if name in runner.topology_names():
+            runner.kill_topology(name, wait_secs=0)
+        if owned:
+            runner.shutdown()
+    with lock:
+        return CompleteTopologyResult({k: list(v) for k, v in emitted.items()}, info)

@@ -1,0 +1,170 @@
+"""Spouts for tests: a fixed list of tuples, or tuples fed one by one from the test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from squall.model.components import Spout
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.fields import Fields, as_fields
+from squall.model.tuple import DEFAULT_STREAM
+from squall.runtime.collectors import SpoutOutputCollector
+from squall.runtime.context import TopologyContext
+from squall.testing.shared import SharedRecord
+
+
+class FixedTupleSpout(Spout):
+    """Emits a fixed list of tuples once each, reliably (the msg id is the tuple's index).
+
+    With several tasks, task ``i`` of ``n`` emits tuples ``i, i+n, i+2n, ...``. It does
+    not replay failed tuples. ``acked``/``failed`` list the msg ids (indexes) acked and
+    failed across all tasks; ``is_exhausted()`` is true for a task once all its tuples
+    are emitted and none is pending.
+
+    Args:
+        tuples: lists of values for the default stream, or a mapping from stream id to
+            such lists.
+        fields: the output fields of every stream (a ``Fields``, list of names or one
+            name). Required unless ``streams`` gives fields per stream.
+        streams: stream id -> fields, when streams differ in fields.
+    """
+
+    def __init__(
+        self,
+        tuples: Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]],
+        fields: Fields | Iterable[str] | str | None = None,
+        streams: Mapping[str, Fields | Iterable[str]] | None = None,
+    ) -> None:
+        if isinstance(tuples, Mapping):
+            items = [(stream, list(values)) for stream, rows in tuples.items() for values in rows]
+        else:
+            items = [(DEFAULT_STREAM, list(values)) for values in tuples]
+        self.items: list[tuple[str, list[Any]]] = items
+        if streams is not None:
+            self.stream_fields = {s: as_fields(f) for s, f in streams.items()}
+        elif fields is not None:
+            used = {stream for stream, _ in items} or {DEFAULT_STREAM}
+            self.stream_fields = {s: as_fields(fields) for s in sorted(used)}
+        else:
+            raise ValueError("FixedTupleSpout needs fields (or streams with fields)")
+        self.record = SharedRecord()
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        for stream, fields in self.stream_fields.items():
+            declarer.declare_stream(stream, fields)
+
+    def open(
+        self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
+    ) -> None:
+        self.collector = collector
+        count = len(context.get_component_tasks(context.component_id))
+        self._mine = list(range(context.task_index, len(self.items), count))
+        self._position = 0
+        self._pending: set[int] = set()
+
+    def next_tuple(self) -> None:
+        if self._position >= len(self._mine):
+            return
+        index = self._mine[self._position]
+        self._position += 1
+        stream, values = self.items[index]
+        self._pending.add(index)
+        self.collector.emit(values, msg_id=index, stream=stream)
+
+    def ack(self, msg_id: Any) -> None:
+        self._pending.discard(msg_id)
+        self.record.append("acked", msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self._pending.discard(msg_id)
+        self.record.append("failed", msg_id)
+
+    def is_exhausted(self) -> bool:
+        """All of this task's tuples emitted, and none still pending."""
+        return self._position >= len(self._mine) and not self._pending
+
+    @property
+    def acked(self) -> list[Any]:
+        """Msg ids acked so far, over all tasks, in order."""
+        return self.record.get("acked")
+
+    @property
+    def failed(self) -> list[Any]:
+        """Msg ids failed (or timed out) so far, over all tasks, in order."""
+        return self.record.get("failed")
+
+
+class FeederSpout(Spout):
+    """A spout the test feeds: ``feed(values, msg_id=None)`` from any thread.
+
+    Tuples fed are emitted in order by whichever task polls first (one task is usual).
+    ``acked``/``failed`` list the msg ids acked and failed; a failed tuple is not
+    replayed unless ``replay_failed=True``.
+    """
+
+    def __init__(
+        self,
+        fields: Fields | Iterable[str] | str,
+        stream: str = DEFAULT_STREAM,
+        replay_failed: bool = False,
+    ) -> None:
+        self.fields = as_fields(fields)
+        self.stream = stream
+        self.replay_failed = replay_failed
+        self.record = SharedRecord()
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare_stream(self.stream, self.fields)
+
+    def open(
+        self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
+    ) -> None:
+        self.collector = collector
+        self._in_flight: dict[Any, list[Any]] = {}
+
+    def feed(self, values: Sequence[Any], msg_id: Any = None) -> None:
+        """Queue ``values`` for emission (with ``msg_id``: tracked). Thread-safe."""
+        self.record.queue.append((list(values), msg_id))
+
+    def feed_many(self, rows: Iterable[Sequence[Any]], msg_ids: Iterable[Any] | None = None) -> None:
+        """Queue several tuples; ``msg_ids`` pairs with ``rows`` when given."""
+        if msg_ids is None:
+            for row in rows:
+                self.feed(row)
+        else:
+            for row, msg_id in zip(rows, msg_ids, strict=True):
+                self.feed(row, msg_id)
+
+    def next_tuple(self) -> None:
+        try:
+            values, msg_id = self.record.queue.popleft()
+        except IndexError:
+            return
+        if msg_id is not None:
+            self._in_flight[msg_id] = values
+        self.collector.emit(values, msg_id=msg_id, stream=self.stream)
+
+    def ack(self, msg_id: Any) -> None:
+        self._in_flight.pop(msg_id, None)
+        self.record.append("acked", msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.record.append("failed", msg_id)
+        values = self._in_flight.pop(msg_id, None)
+        if self.replay_failed and values is not None:
+            self.record.queue.append((values, msg_id))
+
+    def is_exhausted(self) -> bool:
+        """Nothing queued and nothing in flight on this task."""
+        return not self.record.queue and not self._in_flight
+
+    @property
+    def acked(self) -> list[Any]:
+        """Msg ids acked so far, in order."""
+        return self.record.get("acked")
+
+    @property
+    def failed(self) -> list[Any]:
+        """Msg ids failed (or timed out) so far, in order."""
+        return self.record.get("failed")
