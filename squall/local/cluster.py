@@ -156,12 +156,19 @@ def _check_conf(conf: dict[str, Any]) -> None:
     )
     for key in positive_ints:
         value = conf.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise InvalidTopologyError(f"configuration {key!r} must be an integer >= 1, got {value!r}")
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise InvalidTopologyError(
+                f"configuration {key!r} must be an integer >= 1, got {value!r}"
+            )
     ackers = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS)
-    if ackers is not None and (not isinstance(ackers, int) or isinstance(ackers, bool) or ackers < 0):
+    if ackers is not None and (
+        not isinstance(ackers, int) or isinstance(ackers, bool) or ackers < 0
+    ):
         raise InvalidTopologyError(
-            f"configuration {Config.TOPOLOGY_ACKER_EXECUTORS!r} must be an integer >= 0, got {ackers!r}"
+            f"configuration {Config.TOPOLOGY_ACKER_EXECUTORS!r} must be an integer >= 0, "
+            f"got {ackers!r}"
         )
     for key in (Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS, Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS):
         value = conf.get(key)

@@ -98,7 +98,9 @@ class RunningTopology:
         acker_tasks = self.plan.component_tasks.get(ACKER_COMPONENT, [])
         tracking = bool(acker_tasks)
         timeouts = tracking and bool(conf[Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS])
-        timeout_ms = float(conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000.0 if timeouts else None
+        timeout_ms = (
+            float(conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000.0 if timeouts else None
+        )
         self.ack_buffers = [
             AckBuffer(self.inboxes, acker_tasks) for _ in range(self.plan.num_workers)
         ]
@@ -118,24 +120,39 @@ class RunningTopology:
                 collector: SpoutOutputCollector | OutputCollector
                 if spec.is_spout:
                     collector = SpoutOutputCollector(
-                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks,
-                        self.clock, ack_buffer,
+                        spec.component_id,
+                        task_id,
+                        routes,
+                        self.inboxes,
+                        stats,
+                        acker_tasks,
+                        self.clock,
+                        ack_buffer,
                     )
                     max_pending = task_conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
                     runner = SpoutRunner(
-                        component, context, task_conf, stats, inbox, collector,
-                        int(max_pending) if max_pending and tracking else None, timeout_ms,
+                        component,
+                        context,
+                        task_conf,
+                        stats,
+                        inbox,
+                        collector,
+                        int(max_pending) if max_pending and tracking else None,
+                        timeout_ms,
                     )
                 else:
                     collector = OutputCollector(
-                        spec.component_id, task_id, routes, self.inboxes, stats, acker_tasks,
+                        spec.component_id,
+                        task_id,
+                        routes,
+                        self.inboxes,
+                        stats,
+                        acker_tasks,
                         ack_buffer,
                     )
                     runner = BoltRunner(component, context, task_conf, stats, inbox, collector)
                 if not spec.system:
-                    collector.set_observer(
-                        self._observer(spec.component_id, emit_listener, debug)
-                    )
+                    collector.set_observer(self._observer(spec.component_id, emit_listener, debug))
                 self.runners[task_id] = runner
 
     def _observer(
@@ -160,10 +177,7 @@ class RunningTopology:
         bolt_inboxes = [r.inbox for r in self.runners.values() if not r.is_spout]
 
         def backpressure() -> bool:
-            for inbox in bolt_inboxes:
-                if len(inbox) > high_water:
-                    return True
-            return False
+            return any(len(inbox) > high_water for inbox in bolt_inboxes)
 
         idle_sleep = float(conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
         workers = []

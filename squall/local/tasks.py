@@ -216,12 +216,10 @@ class SpoutRunner(TaskRunner):
         max_pending = self.max_pending
         next_tuple = self.component.next_tuple
         started = perf_counter()
-        calls = 0
         for _ in range(limit):
             if max_pending and len(pending) >= max_pending:
                 break
             before = collector.emit_count
-            calls += 1
             try:
                 next_tuple()
             except Exception as exc:

@@ -37,6 +37,7 @@ __all__ = [
     "InvalidTopologyError",
     "OutputFieldsDeclarer",
     "ReportedFailedException",
+    "Spout",
     "SpoutDeclarer",
     "SquallError",
     "StormTopology",

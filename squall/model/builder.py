@@ -259,7 +259,9 @@ def _check_inputs(spec: ComponentSpec, components: dict[str, ComponentSpec]) -> 
                     f"declare (its fields are {stream.fields.to_list()})"
                 )
             if not sub.grouping.fields:
-                raise InvalidTopologyError(f"{where}: {kind.value} grouping needs at least one field")
+                raise InvalidTopologyError(
+                    f"{where}: {kind.value} grouping needs at least one field"
+                )
         if kind is GroupingKind.DIRECT and not stream.direct:
             raise InvalidTopologyError(
                 f"{where}: direct grouping on {sub.source!r} stream {sub.stream_id!r}, which "

@@ -120,8 +120,10 @@ def component_config(
     """
     merged = dict(topology_conf)
     for key, value in (component_conf or {}).items():
-        if key in COMPONENT_KEYS or not key.startswith("topology.") or key.startswith(
-            "topology.bolts."
+        if (
+            key in COMPONENT_KEYS
+            or not key.startswith("topology.")
+            or key.startswith("topology.bolts.")
         ):
             merged[key] = value
     return merged

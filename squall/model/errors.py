@@ -23,7 +23,7 @@ class ComponentError(SquallError):
     """
 
 
-class FailedException(Exception):  # noqa: N818 - Storm's name, part of the public API
+class FailedException(Exception):
     """Raised by user code in a ``BasicBolt.execute`` to fail the input tuple.
 
     The input is failed (its spout tuple is replayed by a reliable spout) and nothing is

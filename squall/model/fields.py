@@ -20,11 +20,8 @@ class Fields(Sequence[str]):
     __slots__ = ("_index", "_names")
 
     def __init__(self, *names: str | Iterable[str]) -> None:
-        flat: list[str]
-        if len(names) == 1 and not isinstance(names[0], str):
-            flat = list(names[0])
-        else:
-            flat = list(names)  # type: ignore[arg-type]
+        single = len(names) == 1 and not isinstance(names[0], str)
+        flat: list[str] = list(names[0]) if single else list(names)  # type: ignore[arg-type]
         index: dict[str, int] = {}
         for position, name in enumerate(flat):
             if not isinstance(name, str) or not name:

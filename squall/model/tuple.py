@@ -83,7 +83,7 @@ class Tuple:
     def __getitem__(self, key: int | str) -> Any:
         if key.__class__ is str:
             try:
-                return self.values[self._info.index[key]]  # type: ignore[index]
+                return self.values[self._info.index[key]]
             except KeyError:
                 raise self._unknown_field(key) from None
         return self.values[key]  # type: ignore[index]

@@ -46,7 +46,7 @@ class AckBuffer:
     Fails and timeout resets are not buffered.
     """
 
-    __slots__ = ("acks", "inits", "_ack_info", "_acker_tasks", "_ackers", "_init_info", "_outboxes")
+    __slots__ = ("_ack_info", "_acker_tasks", "_ackers", "_init_info", "_outboxes", "acks", "inits")
 
     def __init__(self, outboxes: Sequence[Any], acker_tasks: list[int]) -> None:
         self._outboxes = outboxes
@@ -212,11 +212,11 @@ class OutputCollector(_Emitter):
             for target in targets:
                 outboxes[target].append(tup)
         elif anchors.__class__ is Tuple:
-            anchor_roots = anchors._roots  # type: ignore[union-attr]
+            anchor_roots = anchors._roots
             if anchor_roots:
                 for target in targets:
                     edge = getrandbits(64)
-                    anchors._ack_val ^= edge  # type: ignore[union-attr]
+                    anchors._ack_val ^= edge
                     outboxes[target].append(
                         Tuple(values, route.info, source, dict.fromkeys(anchor_roots, edge))
                     )
@@ -273,7 +273,7 @@ class OutputCollector(_Emitter):
                 self._outboxes[target].append(tup)
         else:
             if anchors.__class__ is Tuple:
-                anchors = (anchors,)  # type: ignore[assignment]
+                anchors = (anchors,)
             self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)
@@ -362,7 +362,9 @@ class BasicOutputCollector:
         """Emit ``values`` on ``stream`` anchored to the current input; returns task ids."""
         return self._emit(values, self.input, stream)
 
-    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
+    ) -> None:
         """Emit ``values`` to task ``task_id`` on direct ``stream``, anchored to the input."""
         self._out.emit_direct(task_id, values, self.input, stream)
 

@@ -107,7 +107,10 @@ class TaskStats:
             text, trace = str(error), ""
         self.errors.append(ErrorInfo(now, self.component_id, self.task_id, text, trace))
         logger.error(
-            "component %r task %d: %s%s", self.component_id, self.task_id, text,
+            "component %r task %d: %s%s",
+            self.component_id,
+            self.task_id,
+            text,
             f"\n{trace}" if trace else "",
         )
 
@@ -205,9 +208,7 @@ class TopologyInfo:
         return asdict(self)
 
 
-def summarize(
-    component_id: str, kind: str, stats: list[TaskStats], now: float
-) -> ComponentStats:
+def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) -> ComponentStats:
     """Combine the task counters of one component into its :class:`ComponentStats`."""
     summary = ComponentStats(component_id, kind, [s.task_id for s in stats])
     busy = process_secs = complete_ms = 0.0

@@ -208,7 +208,9 @@ def make_router(
     if kind is GroupingKind.CUSTOM:
         custom = copy.deepcopy(grouping.custom)
         custom.prepare(context, stream, list(targets))  # type: ignore[union-attr]
-        describe = f"custom grouping of bolt {subscriber!r} on {stream.component_id}:{stream.stream_id}"
+        describe = (
+            f"custom grouping of bolt {subscriber!r} on {stream.component_id}:{stream.stream_id}"
+        )
         return CustomRouter(custom, targets, describe).choose
     raise InvalidTopologyError(f"unsupported grouping {grouping.describe()}")
 

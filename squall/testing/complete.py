@@ -41,8 +41,15 @@ def _with_mocks(topology: StormTopology, mock_sources: Mapping[str, MockSource])
     components: dict[str, ComponentSpec] = {}
     for spec in topology:
         copy = ComponentSpec(
-            spec.component_id, spec.component, spec.kind, spec.parallelism, spec.num_tasks,
-            dict(spec.conf), list(spec.inputs), dict(spec.streams), spec.system,
+            spec.component_id,
+            spec.component,
+            spec.kind,
+            spec.parallelism,
+            spec.num_tasks,
+            dict(spec.conf),
+            list(spec.inputs),
+            dict(spec.streams),
+            spec.system,
         )
         if spec.component_id in mock_sources:
             if not spec.is_spout:
@@ -112,9 +119,7 @@ def complete_topology(
     try:
         runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
         running = runner.get_running(name)
-        spouts = [
-            r.component for r in running.runners.values() if isinstance(r.component, Spout)
-        ]
+        spouts = [r.component for r in running.runners.values() if isinstance(r.component, Spout)]
         deadline = time.monotonic() + timeout_secs
         while True:
             if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):  # type: ignore[attr-defined]

@@ -127,7 +127,9 @@ class FeederSpout(Spout):
         """Queue ``values`` for emission (with ``msg_id``: tracked). Thread-safe."""
         self.record.queue.append((list(values), msg_id))
 
-    def feed_many(self, rows: Iterable[Sequence[Any]], msg_ids: Iterable[Any] | None = None) -> None:
+    def feed_many(
+        self, rows: Iterable[Sequence[Any]], msg_ids: Iterable[Any] | None = None
+    ) -> None:
         """Queue several tuples; ``msg_ids`` pairs with ``rows`` when given."""
         if msg_ids is None:
             for row in rows:
