@@ -121,7 +121,7 @@ class BoltRunner(TaskRunner):
         execute = self.component.execute
         pending = collector.pending_acks
         pending_get = pending.get
-        failures = 0
+        failures = acked_by_collector = 0
         for _ in range(count):
             tup = popleft()
             basic.input = tup
@@ -134,11 +134,14 @@ class BoltRunner(TaskRunner):
             # Ack inline (the same XOR as OutputCollector.ack): the hottest loop of the engine.
             roots = tup._roots
             if roots:
-                value = tup._ack_val
-                for root, edge in roots.items():
-                    pending[root] = pending_get(root, 0) ^ edge ^ value
+                if len(roots) == 2:
+                    root = roots[0]
+                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup._ack_val
+                else:
+                    collector.ack(tup)
+                    acked_by_collector += 1
         basic.input = None
-        self.stats.acked += count - failures
+        self.stats.acked += count - failures - acked_by_collector
 
     def _failed(self, tup: Tuple, exc: Exception) -> None:
         """A user exception in execute: fail the input; report unless it was a quiet fail."""

@@ -50,12 +50,13 @@ class Tuple:
         values: Sequence[Any],
         info: StreamInfo,
         source_task: int,
-        roots: dict[int, int] | None = None,
+        roots: tuple[int, ...] | None = None,
     ) -> None:
         self.values = values
         self._info = info
         self.source_task = source_task
-        #: root id -> edge id of this copy (None when the tuple is not tracked).
+        #: ``(root id, edge id, root id, edge id, ...)``: the trees this copy belongs to
+        #: and its edge id in each (None when the tuple is not tracked).
         self._roots = roots
         #: XOR of the edge ids of the tuples emitted anchored to this one.
         self._ack_val = 0

@@ -13,6 +13,7 @@ same values with far fewer messages.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from random import getrandbits
 from time import perf_counter
 from typing import Any
@@ -213,13 +214,14 @@ class OutputCollector(_Emitter):
                 outboxes[target].append(tup)
         elif anchors.__class__ is Tuple:
             anchor_roots = anchors._roots
-            if anchor_roots:
+            if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
+                root = anchor_roots[0]
                 for target in targets:
                     edge = getrandbits(64)
                     anchors._ack_val ^= edge
-                    outboxes[target].append(
-                        Tuple(values, route.info, source, dict.fromkeys(anchor_roots, edge))
-                    )
+                    outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
+            elif anchor_roots:
+                self._send_anchored(route, targets, values, (anchors,))
             else:
                 tup = Tuple(values, route.info, source)
                 for target in targets:
@@ -290,16 +292,15 @@ class OutputCollector(_Emitter):
         outboxes = self._outboxes
         source = self._task_id
         for target in targets:
-            roots: dict[int, int] | None = None
+            combined: dict[int, int] = {}
             for anchor in anchors:
                 anchor_roots = anchor._roots
                 if anchor_roots:
                     edge = getrandbits(64)
                     anchor._ack_val ^= edge
-                    if roots is None:
-                        roots = {}
-                    for root in anchor_roots:
-                        roots[root] = roots.get(root, 0) ^ edge
+                    for root in anchor_roots[::2]:
+                        combined[root] = combined.get(root, 0) ^ edge
+            roots = tuple(chain.from_iterable(combined.items())) if combined else None
             outboxes[target].append(Tuple(values, route.info, source, roots))
 
     def ack(self, tup: Tuple) -> None:
@@ -308,8 +309,9 @@ class OutputCollector(_Emitter):
         if roots:
             pending = self.pending_acks
             value = tup._ack_val
-            for root, edge in roots.items():
-                pending[root] = pending.get(root, 0) ^ edge ^ value
+            for position in range(0, len(roots), 2):
+                root = roots[position]
+                pending[root] = pending.get(root, 0) ^ roots[position + 1] ^ value
         self._stats.acked += 1
         if tup is self.sample_tuple:
             self._stats.process_secs += perf_counter() - self.sample_start
@@ -322,7 +324,7 @@ class OutputCollector(_Emitter):
         if roots:
             info = self._fail_info
             assert info is not None
-            for root in roots:
+            for root in roots[::2]:
                 self._send_system(info, root, [root])
         self._stats.failed += 1
         if tup is self.sample_tuple:
@@ -334,7 +336,7 @@ class OutputCollector(_Emitter):
         if roots:
             info = self._reset_info
             assert info is not None
-            for root in roots:
+            for root in roots[::2]:
                 self._send_system(info, root, [root])
 
     def flush_acks(self) -> None:
@@ -452,7 +454,7 @@ class SpoutOutputCollector(_Emitter):
             for target in targets:
                 edge = getrandbits(64)
                 ack_val ^= edge
-                outboxes[target].append(Tuple(values, info, source, {root: edge}))
+                outboxes[target].append(Tuple(values, info, source, (root, edge)))
             self.pending[root] = [msg_id, self._clock.now_ms()]
             buffer = self._ack_buffer
             buffer.inits[root] = source
