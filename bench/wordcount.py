@@ -27,11 +27,10 @@ from typing import Any
 
 from squall import BasicBolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
 
-VOCABULARY = [
-    "the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor",
-    "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs",
-    "i", "am", "at", "two", "with", "nature", "stream", "tuple", "storm", "spark", "bolt",
-]
+VOCABULARY = (
+    "the cow jumped over moon an apple a day keeps doctor away four score and seven years "
+    "ago snow white dwarfs i am at two with nature stream tuple storm spark bolt"
+).split()
 SENTENCE_POOL = 1024
 WORDS_PER_SENTENCE = 10
 

@@ -84,8 +84,8 @@ class LocalCluster:
 
         Spouts' ``deactivate`` then ``close``, bolts' ``cleanup`` run on their threads; the
         worker threads are joined before this returns. Draining waits until nothing is
-        queued or pending, at most ``wait_secs`` (default: the message timeout, capped at
-        30 s).
+        queued (tuples and acks), at most ``wait_secs`` (default: the message timeout,
+        capped at 30 s).
 
         Raises:
             SquallError: no topology ``name`` is running.

@@ -249,35 +249,47 @@ class RunningTopology:
         self._set_spouts_active(False)
         self.status = "INACTIVE"
 
-    def is_idle(self) -> bool:
-        """No tuple queued, no tuple tree pending, every worker idle."""
+    def is_drained(self) -> bool:
+        """No tuple queued anywhere, no ack buffered, every worker idle."""
         if any(self.inboxes) or any(b.acks for b in self.ack_buffers):
+            return False
+        return all(w.is_idle() for w in self.workers)
+
+    def is_idle(self) -> bool:
+        """Drained, and no tuple tree pending at any spout."""
+        if not self.is_drained():
             return False
         for runner in self.runners.values():
             if isinstance(runner, SpoutRunner) and (
                 runner.collector.pending or runner.collector.completed
             ):
                 return False
-        return all(w.is_idle() for w in self.workers)
+        return True
 
-    def wait_idle(self, timeout_secs: float) -> bool:
-        """Wait until ``is_idle`` holds twice in a row; False on timeout."""
+    def wait_idle(self, timeout_secs: float, pending_too: bool = True) -> bool:
+        """Wait until ``is_idle`` (or, without ``pending_too``, ``is_drained``) holds twice
+        in a row; False on timeout."""
+        check = self.is_idle if pending_too else self.is_drained
         deadline = time.monotonic() + timeout_secs
         while time.monotonic() < deadline:
-            if self.is_idle():
+            if check():
                 time.sleep(0.002)
-                if self.is_idle():
+                if check():
                     return True
             time.sleep(0.002)
         return False
 
     def kill(self, wait_secs: float) -> None:
-        """Deactivate, let in-flight tuples drain (up to ``wait_secs``), then stop every
-        worker; ``close``/``cleanup`` run on the workers' threads; all threads are joined."""
+        """Deactivate, let queued tuples drain (up to ``wait_secs``), then stop every
+        worker; ``close``/``cleanup`` run on the workers' threads; all threads are joined.
+
+        Draining processes what is queued, acks included; it does not wait for trees
+        held by a bolt that never acks them (those would only time out).
+        """
         self.status = "KILLED"
         self._set_spouts_active(False)
         if wait_secs > 0:
-            self.wait_idle(wait_secs)
+            self.wait_idle(wait_secs, pending_too=False)
         for worker in self.workers:
             worker.stop()
         for worker in self.workers:
