@@ -38,6 +38,21 @@ class ComponentSpec:
     streams: dict[str, StreamDeclaration] = field(default_factory=dict)
     system: bool = False
 
+    def copy(self) -> ComponentSpec:
+        """A copy whose lists and dicts can change without touching this spec (the
+        component object itself is shared)."""
+        return ComponentSpec(
+            self.component_id,
+            self.component,
+            self.kind,
+            self.parallelism,
+            self.num_tasks,
+            dict(self.conf),
+            list(self.inputs),
+            dict(self.streams),
+            self.system,
+        )
+
     @property
     def is_spout(self) -> bool:
         """Whether this is a spout."""

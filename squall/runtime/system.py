@@ -35,24 +35,10 @@ def acker_count(conf: dict[str, Any]) -> int:
     return max(0, int(configured))
 
 
-def _copy_spec(spec: ComponentSpec) -> ComponentSpec:
-    return ComponentSpec(
-        spec.component_id,
-        spec.component,
-        spec.kind,
-        spec.parallelism,
-        spec.num_tasks,
-        dict(spec.conf),
-        list(spec.inputs),
-        dict(spec.streams),
-        spec.system,
-    )
-
-
 def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
     """The topology with its system components and streams added (a new object)."""
     ackers = acker_count(conf)
-    components = {spec.component_id: _copy_spec(spec) for spec in topology}
+    components = {spec.component_id: spec.copy() for spec in topology}
     if ackers == 0:
         return StormTopology(components)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)

@@ -40,17 +40,7 @@ class CompleteTopologyResult:
 def _with_mocks(topology: StormTopology, mock_sources: Mapping[str, MockSource]) -> StormTopology:
     components: dict[str, ComponentSpec] = {}
     for spec in topology:
-        copy = ComponentSpec(
-            spec.component_id,
-            spec.component,
-            spec.kind,
-            spec.parallelism,
-            spec.num_tasks,
-            dict(spec.conf),
-            list(spec.inputs),
-            dict(spec.streams),
-            spec.system,
-        )
+        copy = spec.copy()
         if spec.component_id in mock_sources:
             if not spec.is_spout:
                 raise SquallError(

@@ -14,7 +14,23 @@ from squall.runtime.context import TopologyContext
 from squall.testing.shared import SharedRecord
 
 
-class FixedTupleSpout(Spout):
+class RecordingSpout(Spout):
+    """A spout whose tasks record the msg ids acked and failed in one shared record."""
+
+    record: SharedRecord
+
+    @property
+    def acked(self) -> list[Any]:
+        """Msg ids acked so far, over all tasks, in order."""
+        return self.record.get("acked")
+
+    @property
+    def failed(self) -> list[Any]:
+        """Msg ids failed (or timed out) so far, over all tasks, in order."""
+        return self.record.get("failed")
+
+
+class FixedTupleSpout(RecordingSpout):
     """Emits a fixed list of tuples once each, reliably (the msg id is the tuple's index).
 
     With several tasks, task ``i`` of ``n`` emits tuples ``i, i+n, i+2n, ...``. It does
@@ -84,18 +100,8 @@ class FixedTupleSpout(Spout):
         """All of this task's tuples emitted, and none still pending."""
         return self._position >= len(self._mine) and not self._pending
 
-    @property
-    def acked(self) -> list[Any]:
-        """Msg ids acked so far, over all tasks, in order."""
-        return self.record.get("acked")
 
-    @property
-    def failed(self) -> list[Any]:
-        """Msg ids failed (or timed out) so far, over all tasks, in order."""
-        return self.record.get("failed")
-
-
-class FeederSpout(Spout):
+class FeederSpout(RecordingSpout):
     """A spout the test feeds: ``feed(values, msg_id=None)`` from any thread.
 
     Tuples fed are emitted in order by whichever task polls first (one task is usual).
@@ -160,13 +166,3 @@ class FeederSpout(Spout):
     def is_exhausted(self) -> bool:
         """Nothing queued and nothing in flight on this task."""
         return not self.record.queue and not self._in_flight
-
-    @property
-    def acked(self) -> list[Any]:
-        """Msg ids acked so far, in order."""
-        return self.record.get("acked")
-
-    @property
-    def failed(self) -> list[Any]:
-        """Msg ids failed (or timed out) so far, in order."""
-        return self.record.get("failed")
