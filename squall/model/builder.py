@@ -161,7 +161,9 @@ class TopologyBuilder:
                 does not match the stream's direct-ness.
         """
         components: dict[str, ComponentSpec] = {}
-        for spec in self._declared:
+        for declared in self._declared:
+            # A snapshot: later declarer calls must not change a created topology.
+            spec = declared.copy()
             _check_identity(spec, components)
             spec.streams = _declared_streams(spec)
             components[spec.component_id] = spec

@@ -7,6 +7,7 @@ Values equal in Python hash equally here too (``1 == 1.0 == True``).
 
 from __future__ import annotations
 
+import numbers
 import struct
 import zlib
 from collections.abc import Sequence
@@ -47,9 +48,24 @@ def stable_hash(value: Any) -> int:
         return hash_values(value)
     if isinstance(value, str):
         return stable_hash(str(value))
-    if isinstance(value, int):
-        return stable_hash(int(value))
+    if isinstance(value, numbers.Number):
+        return _number_hash(value)
     return _mix(zlib.crc32(repr(value).encode("utf-8", "surrogatepass")) ^ 0x5250)
+
+
+def _number_hash(value: Any) -> int:
+    """Numbers of other types (Decimal, Fraction, numpy scalars...) hash as the int or
+    float they equal, so equal numbers of different types hash alike."""
+    if isinstance(value, complex):
+        if value.imag:
+            return _mix(zlib.crc32(repr(value).encode()) ^ 0x4350)
+        value = value.real
+    try:
+        if isinstance(value, numbers.Integral) or value == int(value):
+            return stable_hash(int(value))
+        return stable_hash(float(value))
+    except (TypeError, ValueError, OverflowError):  # NaN, infinities, exotic types
+        return _mix(zlib.crc32(repr(value).encode("utf-8", "surrogatepass")) ^ 0x5250)
 
 
 def hash_values(values: Sequence[Any]) -> int:

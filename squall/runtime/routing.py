@@ -89,8 +89,12 @@ class PartialKeyRouter:
     def candidates(self, values: Sequence[Any]) -> tuple[int, int]:
         """The two candidate target indexes of a tuple's key."""
         key = [values[p] for p in self._positions]
-        first = hash_values(key) % self._count
-        second = hash_values([*key, 0x5EED]) % self._count
+        count = self._count
+        first = hash_values(key) % count
+        if count == 1:
+            return first, first
+        # The second choice is drawn among the other tasks, so the two always differ.
+        second = (first + 1 + hash_values([*key, 0x5EED]) % (count - 1)) % count
         return first, second
 
     def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
