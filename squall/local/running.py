@@ -318,6 +318,7 @@ class RunningTopology:
                     r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
                 ),
                 "queued": sum(len(q) for q in self.inboxes),
+                "ack_messages": sum(b.messages_sent for b in self.ack_buffers),
             },
         )
 

@@ -133,6 +133,10 @@ class Worker:
                     self.start_error = error
                     break
                 self._started.append(runner)
+            # Tick periods start now, before submit returns, not when the loop starts.
+            now = self.clock.now_ms()
+            for schedule in self.ticks:
+                schedule.next_due = now + schedule.period_ms
             self.ready.set()
             self._go.wait()
             if self._proceed and not self._stop_requested and self.start_error is None:
@@ -151,9 +155,6 @@ class Worker:
         pairs = list(zip(runners, limits, strict=True))
         flush_acks = self.ack_buffer.flush
         next_sample = 0.0
-        now = clock.now_ms()
-        for schedule in self.ticks:
-            schedule.next_due = now + schedule.period_ms
         while not self._stop_requested:
             if self._commands:
                 self._run_commands()

@@ -47,7 +47,16 @@ class AckBuffer:
     Fails and timeout resets are not buffered.
     """
 
-    __slots__ = ("_ack_info", "_acker_tasks", "_ackers", "_init_info", "_outboxes", "acks", "inits")
+    __slots__ = (
+        "_ack_info",
+        "_acker_tasks",
+        "_ackers",
+        "_init_info",
+        "_outboxes",
+        "acks",
+        "inits",
+        "messages_sent",
+    )
 
     def __init__(self, outboxes: Sequence[Any], acker_tasks: list[int]) -> None:
         self._outboxes = outboxes
@@ -59,6 +68,8 @@ class AckBuffer:
         self.acks: dict[int, int] = {}
         #: root id -> spout task, for trees whose init is in ``acks``.
         self.inits: dict[int, int] = {}
+        #: Messages sent to the ackers so far (one writer: the owning thread).
+        self.messages_sent = 0
 
     def flush(self) -> None:
         """Send one message per root id with a pending value. Called on the owning thread."""
@@ -67,20 +78,24 @@ class AckBuffer:
             return
         outboxes, ackers, acker_tasks = self._outboxes, self._ackers, self._acker_tasks
         inits = self.inits
+        sent = 0
         if inits:
             info = self._init_info
             for root, spout_task in inits.items():
                 outboxes[acker_tasks[root % ackers]].append(
                     Tuple([root, acks.pop(root, 0), spout_task], info, SYSTEM_TASK_ID)
                 )
+            sent = len(inits)
             inits.clear()
         info = self._ack_info
         for root, value in acks.items():
             if value:
+                sent += 1
                 outboxes[acker_tasks[root % ackers]].append(
                     Tuple([root, value], info, SYSTEM_TASK_ID)
                 )
         acks.clear()
+        self.messages_sent += sent
 
 
 class _Emitter:
@@ -150,9 +165,13 @@ class _Emitter:
             "which is declared direct: use emit_direct(task_id, values, ...)"
         )
 
-    def _send_system(self, info: StreamInfo, root: int, values: list[Any]) -> None:
+    def _send_system(self, stream: str, root: int) -> None:
+        """Send ``[root]`` on an unbuffered acker stream (fail, reset timeout) right away."""
+        route = self._routes[stream]
+        route.emitted += 1
+        route.transferred += 1
         self._outboxes[self._acker_tasks[root % self._ackers]].append(
-            Tuple(values, info, self._task_id)
+            Tuple([root], route.info, self._task_id)
         )
 
     def report_error(self, error: BaseException | str) -> None:
@@ -176,10 +195,6 @@ class OutputCollector(_Emitter):
         super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
         #: Shared with the other tasks of the worker (see :class:`AckBuffer`).
         self.pending_acks = self._ack_buffer.acks
-        self._fail_info = routes[ACK_FAIL_STREAM].info if ACK_FAIL_STREAM in routes else None
-        self._reset_info = (
-            routes[ACK_RESET_TIMEOUT_STREAM].info if ACK_RESET_TIMEOUT_STREAM in routes else None
-        )
         #: The tuple whose processing latency is being sampled, and when it started.
         self.sample_tuple: Tuple | None = None
         self.sample_start = 0.0
@@ -322,10 +337,8 @@ class OutputCollector(_Emitter):
         """Fail ``tup``: its spout tuple's ``fail`` is called (and a reliable spout replays)."""
         roots = tup._roots
         if roots:
-            info = self._fail_info
-            assert info is not None
             for root in roots[::2]:
-                self._send_system(info, root, [root])
+                self._send_system(ACK_FAIL_STREAM, root)
         self._stats.failed += 1
         if tup is self.sample_tuple:
             self.sample_tuple = None
@@ -334,10 +347,8 @@ class OutputCollector(_Emitter):
         """Restart the message timeout of every tree ``tup`` belongs to (long work)."""
         roots = tup._roots
         if roots:
-            info = self._reset_info
-            assert info is not None
             for root in roots[::2]:
-                self._send_system(info, root, [root])
+                self._send_system(ACK_RESET_TIMEOUT_STREAM, root)
 
     def flush_acks(self) -> None:
         """Send the combined acks now (engines flush their shared buffers themselves)."""

@@ -154,7 +154,11 @@ class ComponentStats:
         complete_latency_ms: mean time from spout emit to tree completion (spouts).
         capacity: highest fraction of the last ~10 s any task spent executing (bolts;
             near 1.0 means the component is the bottleneck).
-        streams: per stream id, ``{"emitted": n, "transferred": n}`` (system streams too).
+        streams: per stream id, ``{"emitted": n, "transferred": n}``. System streams are
+            listed once used: ``__ack_fail``/``__ack_reset_timeout`` of bolts and the
+            acker's replies. Spout inits and bolt acks are XOR-combined per worker before
+            they are sent (see ``AckBuffer``), so they are counted per topology, in
+            ``TopologyInfo.extra["ack_messages"]``.
         errors: the most recent errors (newest last).
         errors_total: every error reported, including ones throttled from ``errors``.
     """
@@ -217,6 +221,8 @@ def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) 
     for task in stats:
         task_emitted = task_transferred = 0
         for stream_id, route in task.routes.items():
+            if stream_id.startswith("__") and not route.emitted:
+                continue
             entry = summary.streams.setdefault(stream_id, {"emitted": 0, "transferred": 0})
             entry["emitted"] += route.emitted
             entry["transferred"] += route.transferred
