@@ -19,7 +19,7 @@ from squall.runtime.acker import (
     AckerBolt,
 )
 from squall.runtime.clock import ManualClock
-from squall.runtime.collectors import AckBuffer, OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import AckBuffer, OutputCollector, SpoutOutputCollector, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.plan import build_plan
@@ -306,41 +306,49 @@ class Tree:
             return build_routes(topology, plan, TopologyContext(topology, plan, task, conf=conf))
 
         self.spout = SpoutOutputCollector(
-            "s",
-            self.s_task,
-            routes(self.s_task),
-            self.outboxes,
-            TaskStats("s", self.s_task),
-            self.acker_tasks,
+            TaskWiring(
+                "s",
+                self.s_task,
+                routes(self.s_task),
+                self.outboxes,
+                TaskStats("s", self.s_task),
+                self.acker_tasks,
+                self.buffer,
+            ),
             ManualClock(),
-            self.buffer,
         )
         self.bolt_a = OutputCollector(
-            "a",
-            self.a_task,
-            routes(self.a_task),
-            self.outboxes,
-            TaskStats("a", self.a_task),
-            self.acker_tasks,
-            self.buffer,
+            TaskWiring(
+                "a",
+                self.a_task,
+                routes(self.a_task),
+                self.outboxes,
+                TaskStats("a", self.a_task),
+                self.acker_tasks,
+                self.buffer,
+            )
         )
         self.bolt_b = OutputCollector(
-            "b",
-            self.b_task,
-            routes(self.b_task),
-            self.outboxes,
-            TaskStats("b", self.b_task),
-            self.acker_tasks,
-            self.buffer,
+            TaskWiring(
+                "b",
+                self.b_task,
+                routes(self.b_task),
+                self.outboxes,
+                TaskStats("b", self.b_task),
+                self.acker_tasks,
+                self.buffer,
+            )
         )
         self.bolt_c = OutputCollector(
-            "c",
-            self.c_task,
-            routes(self.c_task),
-            self.outboxes,
-            TaskStats("c", self.c_task),
-            self.acker_tasks,
-            self.buffer,
+            TaskWiring(
+                "c",
+                self.c_task,
+                routes(self.c_task),
+                self.outboxes,
+                TaskStats("c", self.c_task),
+                self.acker_tasks,
+                self.buffer,
+            )
         )
 
     def take(self, task: int) -> list[Tuple]:

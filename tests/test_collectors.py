@@ -12,6 +12,7 @@ from squall.runtime.collectors import (
     BasicOutputCollector,
     OutputCollector,
     SpoutOutputCollector,
+    TaskWiring,
 )
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
@@ -67,23 +68,27 @@ class Harness:
         (s_task,) = plan.component_tasks["s"]
         (r_task,) = plan.component_tasks["r"]
         self.spout = SpoutOutputCollector(
-            "s",
-            s_task,
-            routes(s_task),
-            self.outboxes,
-            TaskStats("s", s_task),
-            self.acker_tasks,
+            TaskWiring(
+                "s",
+                s_task,
+                routes(s_task),
+                self.outboxes,
+                TaskStats("s", s_task),
+                self.acker_tasks,
+                self.buffer,
+            ),
             ManualClock(),
-            self.buffer,
         )
         self.bolt = OutputCollector(
-            "r",
-            r_task,
-            routes(r_task),
-            self.outboxes,
-            TaskStats("r", r_task),
-            self.acker_tasks,
-            self.buffer,
+            TaskWiring(
+                "r",
+                r_task,
+                routes(r_task),
+                self.outboxes,
+                TaskStats("r", r_task),
+                self.acker_tasks,
+                self.buffer,
+            )
         )
 
     def collector(self, kind: str):
@@ -314,12 +319,14 @@ def test_acking_on_emit_reaching_no_task_completes_at_once() -> None:
     (s_task,) = plan.component_tasks["s"]
     ctx = TopologyContext(topology, plan, s_task, conf=conf)
     spout = SpoutOutputCollector(
-        "s",
-        s_task,
-        build_routes(topology, plan, ctx),
-        outboxes,
-        TaskStats("s", s_task),
-        plan.component_tasks[ACKER_COMPONENT],
+        TaskWiring(
+            "s",
+            s_task,
+            build_routes(topology, plan, ctx),
+            outboxes,
+            TaskStats("s", s_task),
+            plan.component_tasks[ACKER_COMPONENT],
+        ),
         ManualClock(),
     )
     assert spout.emit(["cow", 1], msg_id="m1") == []

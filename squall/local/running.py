@@ -17,7 +17,12 @@ from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
 from squall.runtime.clock import Clock
-from squall.runtime.collectors import AckBuffer, OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import (
+    AckBuffer,
+    OutputCollector,
+    SpoutOutputCollector,
+    TaskWiring,
+)
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
@@ -115,44 +120,34 @@ class RunningTopology:
                 routes = build_routes(self.topology, self.plan, context)
                 stats = TaskStats(spec.component_id, task_id, throttle, max_errors)
                 inbox = self.inboxes[task_id]
-                ack_buffer = self.ack_buffers[self.plan.task_worker[task_id]]
-                runner: TaskRunner
-                collector: SpoutOutputCollector | OutputCollector
+                wiring = TaskWiring(
+                    spec.component_id,
+                    task_id,
+                    routes,
+                    self.inboxes,
+                    stats,
+                    acker_tasks,
+                    self.ack_buffers[self.plan.task_worker[task_id]],
+                )
+                runner: SpoutRunner | BoltRunner
                 if spec.is_spout:
-                    collector = SpoutOutputCollector(
-                        spec.component_id,
-                        task_id,
-                        routes,
-                        self.inboxes,
-                        stats,
-                        acker_tasks,
-                        self.clock,
-                        ack_buffer,
-                    )
                     max_pending = task_conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
                     runner = SpoutRunner(
                         component,
                         context,
                         task_conf,
-                        stats,
+                        SpoutOutputCollector(wiring, self.clock),
                         inbox,
-                        collector,
                         int(max_pending) if max_pending and tracking else None,
                         timeout_ms,
                     )
                 else:
-                    collector = OutputCollector(
-                        spec.component_id,
-                        task_id,
-                        routes,
-                        self.inboxes,
-                        stats,
-                        acker_tasks,
-                        ack_buffer,
+                    runner = BoltRunner(
+                        component, context, task_conf, OutputCollector(wiring), inbox
                     )
-                    runner = BoltRunner(component, context, task_conf, stats, inbox, collector)
                 if not spec.system:
-                    collector.set_observer(self._observer(spec.component_id, emit_listener, debug))
+                    observer = self._observer(spec.component_id, emit_listener, debug)
+                    runner.collector.set_observer(observer)
                 self.runners[task_id] = runner
 
     def _observer(

@@ -38,6 +38,7 @@ class TaskRunner(ABC):
         self.context = context
         self.conf = conf
         self.stats = stats
+        #: The task's queue: appended to from any thread, popped by the worker only.
         self.inbox = inbox
         self.task_id = context.task_id
         self.component_id = context.component_id
@@ -63,11 +64,10 @@ class BoltRunner(TaskRunner):
         component: Any,
         context: TopologyContext,
         conf: dict[str, Any],
-        stats: TaskStats,
-        inbox: deque[Tuple],
         collector: OutputCollector,
+        inbox: deque[Tuple],
     ) -> None:
-        super().__init__(component, context, conf, stats, inbox)
+        super().__init__(component, context, conf, collector.stats, inbox)
         self.collector = collector
         self.basic = isinstance(component, BasicBolt)
         self.basic_collector = BasicOutputCollector(collector)
@@ -160,13 +160,12 @@ class SpoutRunner(TaskRunner):
         component: Spout,
         context: TopologyContext,
         conf: dict[str, Any],
-        stats: TaskStats,
-        inbox: deque[Tuple],
         collector: SpoutOutputCollector,
+        inbox: deque[Tuple],
         max_pending: int | None,
         timeout_ms: float | None,
     ) -> None:
-        super().__init__(component, context, conf, stats, inbox)
+        super().__init__(component, context, conf, collector.stats, inbox)
         self.collector = collector
         self.max_pending = max_pending or 0
         self.timeout_ms = timeout_ms

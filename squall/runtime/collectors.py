@@ -13,6 +13,7 @@ same values with far fewer messages.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from random import getrandbits
 from time import perf_counter
@@ -98,30 +99,50 @@ class AckBuffer:
         self.messages_sent += sent
 
 
+@dataclass
+class TaskWiring:
+    """What one task's collector is connected to, built by the engine per task.
+
+    Attributes:
+        component_id: the task's component.
+        task_id: the task.
+        routes: stream id -> route, for every stream the component declares.
+        outboxes: indexed by task id; ``outboxes[t].append(tup)`` delivers to task ``t``.
+        stats: the task's counters.
+        acker_tasks: the ``__acker`` task ids (empty: acking is off).
+        ack_buffer: where acks are combined before they are sent (shared per worker);
+            a private one when not given.
+    """
+
+    component_id: str
+    task_id: int
+    routes: dict[str, StreamRoute]
+    outboxes: Sequence[Any]
+    stats: TaskStats
+    acker_tasks: list[int]
+    ack_buffer: AckBuffer | None = None
+
+
 class _Emitter:
     """State and checks shared by every collector of one task."""
 
-    def __init__(
-        self,
-        component_id: str,
-        task_id: int,
-        routes: dict[str, StreamRoute],
-        outboxes: Sequence[Any],
-        stats: TaskStats,
-        acker_tasks: list[int],
-        ack_buffer: AckBuffer | None = None,
-    ) -> None:
-        self._component_id = component_id
-        self._task_id = task_id
-        self._routes = routes
-        self._outboxes = outboxes
-        self._stats = stats
-        self._acker_tasks = acker_tasks
-        self._ackers = len(acker_tasks)
-        self._tracking = bool(acker_tasks)
-        self._ack_buffer = ack_buffer or AckBuffer(outboxes, acker_tasks)
+    def __init__(self, wiring: TaskWiring) -> None:
+        self._component_id = wiring.component_id
+        self._task_id = wiring.task_id
+        self._routes = wiring.routes
+        self._outboxes = wiring.outboxes
+        self._stats = wiring.stats
+        self._acker_tasks = wiring.acker_tasks
+        self._ackers = len(wiring.acker_tasks)
+        self._tracking = bool(wiring.acker_tasks)
+        self._ack_buffer = wiring.ack_buffer or AckBuffer(wiring.outboxes, wiring.acker_tasks)
         self._observer: Observer | None = None
-        stats.routes = routes
+        wiring.stats.routes = wiring.routes
+
+    @property
+    def stats(self) -> TaskStats:
+        """The task's counters."""
+        return self._stats
 
     def set_observer(self, observer: Observer | None) -> None:
         """Install a callback seeing every user emit (debug logging, test capture)."""
@@ -182,17 +203,8 @@ class _Emitter:
 class OutputCollector(_Emitter):
     """A bolt's collector: emit anchored tuples, ack or fail inputs."""
 
-    def __init__(
-        self,
-        component_id: str,
-        task_id: int,
-        routes: dict[str, StreamRoute],
-        outboxes: Sequence[Any],
-        stats: TaskStats,
-        acker_tasks: list[int],
-        ack_buffer: AckBuffer | None = None,
-    ) -> None:
-        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
+    def __init__(self, wiring: TaskWiring) -> None:
+        super().__init__(wiring)
         #: Shared with the other tasks of the worker (see :class:`AckBuffer`).
         self.pending_acks = self._ack_buffer.acks
         #: The tuple whose processing latency is being sampled, and when it started.
@@ -398,18 +410,8 @@ class SpoutOutputCollector(_Emitter):
     is off, and emits that reached no task).
     """
 
-    def __init__(
-        self,
-        component_id: str,
-        task_id: int,
-        routes: dict[str, StreamRoute],
-        outboxes: Sequence[Any],
-        stats: TaskStats,
-        acker_tasks: list[int],
-        clock: Clock,
-        ack_buffer: AckBuffer | None = None,
-    ) -> None:
-        super().__init__(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
+    def __init__(self, wiring: TaskWiring, clock: Clock) -> None:
+        super().__init__(wiring)
         self._clock = clock
         self.pending: dict[int, list[Any]] = {}
         self.completed: list[Any] = []
