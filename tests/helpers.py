@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
+
+from squall import Bolt, LocalCluster
+from squall.testing import SharedRecord
 
 
 def wait_until(
@@ -15,3 +19,38 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+def settle(cluster: LocalCluster, name: str, rounds: int = 5) -> None:
+    """Wait until every worker of ``name`` has run ``rounds`` more loop turns."""
+    workers = cluster.get_running(name).workers
+    start = [w.rounds for w in workers]
+    wait_until(lambda: all(w.rounds >= s + rounds for w, s in zip(workers, start, strict=True)))
+
+
+class HoldingBolt(Bolt):
+    """Holds data tuples; a tuple from component ``control`` with values
+    ``[command, count]`` calls ``collector.<command>`` on the ``count`` oldest held ones
+    (``count`` 0: all). ``ack`` and ``fail`` release them, ``reset_timeout`` keeps them.
+    The control tuple itself is acked."""
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.held: list[Any] = []
+
+    def execute(self, tup: Any) -> None:
+        if tup.source_component != "control":
+            self.held.append(tup)
+            self.record.append("held", list(tup.values))
+            return
+        command, count = tup.values
+        chosen = self.held[: count or len(self.held)]
+        if command != "reset_timeout":
+            del self.held[: len(chosen)]
+        for held in chosen:
+            getattr(self.collector, command)(held)
+        self.record.append("done", (command, len(chosen)))
+        self.collector.ack(tup)

@@ -18,14 +18,7 @@ from squall import (
     TopologyBuilder,
 )
 from squall.testing import CapturingBolt, FeederSpout, SharedRecord
-from tests.helpers import wait_until
-
-
-def settle(cluster: LocalCluster, name: str, rounds: int = 5) -> None:
-    """Wait until every worker of ``name`` has run ``rounds`` more loop turns."""
-    workers = cluster.get_running(name).workers
-    start = [w.rounds for w in workers]
-    wait_until(lambda: all(w.rounds >= s + rounds for w, s in zip(workers, start, strict=True)))
+from tests.helpers import HoldingBolt, settle, wait_until
 
 
 class RecordingSpout(Spout):
@@ -276,31 +269,6 @@ class JoinBolt(Bolt):
         self.collector.emit([key, left["value"], right["value"]], anchors=[left, right])
         self.collector.ack(left)
         self.collector.ack(right)
-
-
-class HoldingBolt(Bolt):
-    """Holds data tuples; a ``control`` tuple ``[command, count]`` acks or fails the
-    ``count`` oldest held ones (``count`` 0: all)."""
-
-    def __init__(self) -> None:
-        self.record = SharedRecord()
-
-    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
-        self.collector = collector
-        self.held: list[Any] = []
-
-    def execute(self, tup: Any) -> None:
-        if tup.source_component != "control":
-            self.held.append(tup)
-            self.record.append("held", list(tup.values))
-            return
-        command, count = tup.values
-        chosen = self.held[: count or len(self.held)]
-        del self.held[: len(chosen)]
-        for held in chosen:
-            getattr(self.collector, command)(held)
-        self.record.append("done", (command, len(chosen)))
-        self.collector.ack(tup)
 
 
 def join_topology(sink: HoldingBolt) -> tuple[Any, FeederSpout, FeederSpout, FeederSpout]:

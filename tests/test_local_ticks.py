@@ -14,14 +14,7 @@ from squall import (
     is_tick_tuple,
 )
 from squall.testing import FeederSpout, SharedRecord
-from tests.helpers import wait_until
-
-
-def settle(cluster: LocalCluster, name: str, rounds: int = 5) -> None:
-    """Wait until every worker of ``name`` has run ``rounds`` more loop turns."""
-    workers = cluster.get_running(name).workers
-    start = [w.rounds for w in workers]
-    wait_until(lambda: all(w.rounds >= s + rounds for w, s in zip(workers, start, strict=True)))
+from tests.helpers import settle, wait_until
 
 
 class TickRecorder(Bolt):

@@ -6,44 +6,11 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Config, LocalCluster, ManualClock, TopologyBuilder
-from squall.testing import FeederSpout, SharedRecord
-from tests.helpers import wait_until
+from squall import Config, LocalCluster, ManualClock, TopologyBuilder
+from squall.testing import FeederSpout
+from tests.helpers import HoldingBolt, settle, wait_until
 
 T0 = 1_000_000.0  # the clock fixture's start
-
-
-def settle(cluster: LocalCluster, name: str, rounds: int = 5) -> None:
-    """Wait until every worker of ``name`` has run ``rounds`` more loop turns."""
-    workers = cluster.get_running(name).workers
-    start = [w.rounds for w in workers]
-    wait_until(lambda: all(w.rounds >= s + rounds for w, s in zip(workers, start, strict=True)))
-
-
-class HoldingBolt(Bolt):
-    """Holds data tuples; a ``control`` tuple ``[command, count]`` calls
-    ``collector.<command>`` on the ``count`` oldest held ones (``count`` 0: all); ``ack``
-    and ``fail`` release them, ``reset_timeout`` keeps them."""
-
-    def __init__(self) -> None:
-        self.record = SharedRecord()
-
-    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
-        self.collector = collector
-        self.held: list[Any] = []
-
-    def execute(self, tup: Any) -> None:
-        if tup.source_component != "control":
-            self.held.append(tup)
-            self.record.append("held", list(tup.values))
-            return
-        command, count = tup.values
-        chosen = self.held[: count or len(self.held)]
-        if command != "reset_timeout":
-            del self.held[: len(chosen)]
-        for held in chosen:
-            getattr(self.collector, command)(held)
-        self.record.append("done", (command, len(chosen)))
 
 
 def submit(
