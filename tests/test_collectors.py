@@ -344,3 +344,11 @@ def test_emit_counts_are_kept_per_stream() -> None:
     assert (routes["default"].emitted, routes["default"].transferred) == (2, 2 * fan_out)
     assert (routes["direct"].emitted, routes["direct"].transferred) == (1, 1)
     assert harness.spout.emit_count == 3
+
+
+@pytest.mark.parametrize("stream", ["__ack_ack", "__ack_fail", "__tick"])
+def test_user_code_cannot_emit_on_system_streams(stream: str) -> None:
+    harness = Harness(ackers=1)
+    with pytest.raises(ValueError, match="reserved for the engine's system streams"):
+        harness.bolt.emit([12345, 1], stream=stream)
+    assert not any(harness.outboxes)

@@ -64,11 +64,19 @@ class TopologyTarget:
 
 @dataclass(frozen=True)
 class LoadedTopology:
-    """A topology found in a user's file, with the file's base configuration."""
+    """A topology found in a user's file.
+
+    Attributes:
+        topology: the topology.
+        source: where it was found, as ``FILE.py:NAME``.
+        conf: the file's base configuration (its ``conf``/``CONF`` dict, or empty).
+        default_name: the name to run it under unless told otherwise (the file's stem).
+    """
 
     topology: StormTopology
     source: str
     conf: dict[str, Any]
+    default_name: str
 
 
 def load_module(path: Path) -> ModuleType:
@@ -125,7 +133,9 @@ def load_topology(target: TopologyTarget) -> LoadedTopology:
             f"{target.path.name} has no attribute {name!r}; " + _candidates_sentence(module)
         )
     topology = _resolve(getattr(module, name), name, target.path)
-    return LoadedTopology(topology, f"{target.path.name}:{name}", find_conf(module))
+    return LoadedTopology(
+        topology, f"{target.path.name}:{name}", find_conf(module), target.default_topology_name
+    )
 
 
 def find_conf(module: ModuleType) -> dict[str, Any]:

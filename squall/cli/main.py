@@ -23,7 +23,7 @@ from squall.cli.loader import (
 )
 from squall.cli.running import RunOptions, run_topology, squall_logging
 from squall.local.cluster import LocalCluster
-from squall.model.config import Config, effective_config
+from squall.model.config import effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.runtime.plan import build_plan
 from squall.runtime.system import acker_count, system_topology
@@ -33,7 +33,7 @@ CONF_HELP = (
     "topology.max.spout.pending=1000 (repeatable). VALUE is parsed as JSON when it can "
     "be (numbers, true/false, null), else kept as a string. Overrides the file's conf."
 )
-_NARROW_WIDTH = 160
+_PIPE_WIDTH = 160
 _SQUALL_DIR = Path(squall.__file__).resolve().parent
 
 
@@ -41,7 +41,7 @@ def make_console() -> Console:
     """A console for stdout; wide enough for the tables when stdout is not a terminal."""
     console = Console(highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, width=_NARROW_WIDTH)
+        console = Console(highlight=False, width=_PIPE_WIDTH)
     return console
 
 
@@ -161,16 +161,12 @@ def run(
     console = make_console()
     with user_errors():
         loaded, conf = _load(target, conf_options)
-        topology_name = name or TopologyTarget.parse(target).default_topology_name
-        workers = conf.get(Config.TOPOLOGY_WORKERS, 1)
-        until = f"for {seconds:g} s" if seconds > 0 else "until Ctrl-C"
-        console.print(
-            f"Running {loaded.source} as {topology_name!r} on LocalCluster "
-            f"({workers} worker(s)) {until}; Ctrl-C stops it."
-        )
+        topology_name = name or loaded.default_name
         options = RunOptions(seconds, refresh, live, drain)
         with squall_logging(console, verbose), LocalCluster() as cluster:
-            info = run_topology(cluster, topology_name, conf, loaded.topology, options, console)
+            info = run_topology(
+                cluster, topology_name, conf, loaded.topology, options, console, loaded.source
+            )
     console.print(summary_view(info, loaded.topology.component_ids()))
 
 

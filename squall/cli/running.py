@@ -74,8 +74,12 @@ def run_topology(
     topology: StormTopology,
     options: RunOptions,
     console: Console,
+    source: str = "",
 ) -> TopologyInfo:
     """Submit ``topology``, watch it for ``options.seconds``, then stop it.
+
+    Once the topology has started, a line saying what runs (``source``, the name, the
+    workers) and for how long is printed.
 
     Stopping deactivates the spouts, waits up to ``options.drain_secs`` for in-flight
     tuples (a second Ctrl-C skips the wait), takes the final metrics and kills the
@@ -89,6 +93,13 @@ def run_topology(
         ComponentError: a task's ``open``/``prepare`` raised; nothing was left running.
     """
     cluster.submit_topology(name, conf, topology)
+    workers = cluster.get_topology_info(name).workers
+    until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
+    console.print(
+        f"Running {source or 'topology'} as {name!r} on LocalCluster with {workers} "
+        f"worker(s) {until}; Ctrl-C stops it.",
+        markup=False,
+    )
     try:
         _watch(cluster, name, options, console)
     except KeyboardInterrupt:

@@ -31,11 +31,13 @@ _VALUE, _SPOUT_TASK, _GENERATION, _FAILED = 0, 1, 2, 3
 class AckerBolt(Bolt):
     """Tracks pending tuple trees by root id; tells the spout task when one completes.
 
-    Inputs (fields grouping on the root id, so every message of a tree reaches the same
-    acker task): ``__ack_init [root, value, spout_task]`` from spouts,
-    ``__ack_ack [root, value]``, ``__ack_fail [root]`` and
-    ``__ack_reset_timeout [root]`` from bolts. Outputs, direct to the spout task:
-    ``__ack_ack [root]``, ``__ack_fail [root]``, ``__ack_reset_timeout [root]``.
+    Inputs, routed by root id (task ``root % number of acker tasks``, so every message of
+    a tree reaches the same acker task; root ids are uniformly random, so this spreads
+    trees evenly, as Storm's fields grouping on the id does):
+    ``__ack_init [root, value, spout_task]`` from spouts, ``__ack_ack [root, value]``,
+    ``__ack_fail [root]`` and ``__ack_reset_timeout [root]`` from bolts. Outputs, direct
+    to the spout task: ``__ack_ack [root]``, ``__ack_fail [root]``,
+    ``__ack_reset_timeout [root]``.
 
     Messages may arrive in any order (a bolt's ack can overtake the spout's init); a tree
     completes once the init has arrived and the value is zero. Entries not completed

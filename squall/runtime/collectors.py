@@ -129,7 +129,14 @@ class _Emitter:
     def __init__(self, wiring: TaskWiring) -> None:
         self._component_id = wiring.component_id
         self._task_id = wiring.task_id
-        self._routes = wiring.routes
+        #: Every route, system streams included (stats, fails, timeout resets).
+        self._all_routes = wiring.routes
+        #: The routes user code may emit on: system streams are reserved to the engine.
+        self._routes = (
+            wiring.routes
+            if wiring.component_id.startswith("__")
+            else {sid: r for sid, r in wiring.routes.items() if not sid.startswith("__")}
+        )
         self._outboxes = wiring.outboxes
         self._stats = wiring.stats
         self._acker_tasks = wiring.acker_tasks
@@ -152,7 +159,12 @@ class _Emitter:
         try:
             route = self._routes[stream]
         except KeyError:
-            declared = sorted(s for s in self._routes if not s.startswith("__"))
+            if isinstance(stream, str) and stream.startswith("__"):
+                raise ValueError(
+                    f"component {self._component_id!r} emitted on stream {stream!r}: stream "
+                    "ids starting with '__' are reserved for the engine's system streams"
+                ) from None
+            declared = sorted(self._routes)
             raise ValueError(
                 f"component {self._component_id!r} emitted on stream {stream!r}, which it "
                 f"does not declare (declared streams: {declared or 'none'})"
@@ -188,7 +200,7 @@ class _Emitter:
 
     def _send_system(self, stream: str, root: int) -> None:
         """Send ``[root]`` on an unbuffered acker stream (fail, reset timeout) right away."""
-        route = self._routes[stream]
+        route = self._all_routes[stream]
         route.emitted += 1
         route.transferred += 1
         self._outboxes[self._acker_tasks[root % self._ackers]].append(
