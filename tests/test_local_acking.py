@@ -489,3 +489,43 @@ def test_max_spout_pending_is_per_spout_task(cluster: LocalCluster) -> None:
     assert Counter(spout.record.get("task_calls")) == dict.fromkeys(src_tasks, 3)
     assert cluster.get_topology_info("per-task").extra["pending"] == 6
     cluster.kill_topology("per-task", wait_secs=0)
+
+
+class FanOut(BasicBolt):
+    """Emits ``width`` anchored children per input."""
+
+    outputs = ["child"]
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for index in range(self.width):
+            collector.emit([index])
+
+
+def test_tracking_memory_is_per_pending_tree_not_per_tuple(cluster: LocalCluster) -> None:
+    # 50 trees of 1 + 20 + 20 tuples each are held open by the sink: the acker and the
+    # spout keep one entry per tree, whatever the number of tuples in it.
+    spout = FeederSpout(["v"])
+    control = FeederSpout(["command", "count"])
+    sink = HoldingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("spout", spout)
+    builder.set_spout("control", control)
+    builder.set_bolt("fan", FanOut(20)).shuffle_grouping("spout")
+    builder.set_bolt("sink", sink).shuffle_grouping("fan").all_grouping("control")
+    cluster.submit_topology("trees", {}, builder.create_topology())
+    spout.feed_many([[i] for i in range(50)], msg_ids=range(50))
+    wait_until(lambda: len(sink.record.get("held")) == 50 * 20)
+    running = cluster.get_running("trees")
+    (acker_task,) = running.plan.component_tasks["__acker"]
+    (spout_task,) = running.plan.component_tasks["spout"]
+    settle(cluster, "trees")
+    assert len(running.runners[acker_task].component.pending) == 50
+    assert len(running.runners[spout_task].collector.pending) == 50
+    control.feed(["ack", 0])
+    wait_until(lambda: len(spout.acked) == 50)
+    settle(cluster, "trees")
+    assert running.runners[acker_task].component.pending == {}
+    assert running.runners[spout_task].collector.pending == {}
