@@ -29,6 +29,7 @@ from squall.runtime.clock import Clock, ManualClock
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
+from squall.windowing import Count, Duration, TupleWindow, WindowedBolt
 
 __version__ = "0.1.0"
 
@@ -40,7 +41,9 @@ __all__ = [
     "ComponentError",
     "ComponentStats",
     "Config",
+    "Count",
     "CustomStreamGrouping",
+    "Duration",
     "ErrorInfo",
     "FailedException",
     "Fields",
@@ -59,5 +62,7 @@ __all__ = [
     "TopologyContext",
     "TopologyInfo",
     "Tuple",
+    "TupleWindow",
+    "WindowedBolt",
     "is_tick_tuple",
 ]

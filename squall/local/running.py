@@ -27,7 +27,7 @@ from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
-from squall.runtime.system import system_topology
+from squall.runtime.system import system_topology, validate_submission
 
 logger = logging.getLogger("squall")
 
@@ -88,6 +88,7 @@ class RunningTopology:
         self.conf = effective_config(conf)
         self.conf[Config.TOPOLOGY_NAME] = name
         self.user_topology = topology
+        validate_submission(topology, self.conf)
         self.topology = system_topology(topology, self.conf)
         self.plan: TaskPlan = build_plan(self.topology, self.conf)
         self.clock = clock
@@ -116,7 +117,9 @@ class RunningTopology:
             debug = bool(task_conf.get(Config.TOPOLOGY_DEBUG))
             for task_id in self.plan.component_tasks[spec.component_id]:
                 component = _instance_for_task(spec.component, spec.component_id)
-                context = TopologyContext(self.topology, self.plan, task_id, self.name, task_conf)
+                context = TopologyContext(
+                    self.topology, self.plan, task_id, self.name, task_conf, self.clock
+                )
                 routes = build_routes(self.topology, self.plan, context)
                 stats = TaskStats(spec.component_id, task_id, throttle, max_errors)
                 inbox = self.inboxes[task_id]
@@ -301,7 +304,13 @@ class RunningTopology:
         for component_id, tasks in self.plan.component_tasks.items():
             stats = [self.runners[t].stats for t in tasks]
             kind = self.topology.get_component(component_id).kind
-            components[component_id] = summarize(component_id, kind, stats, now)
+            summary = summarize(component_id, kind, stats, now)
+            for task in tasks:
+                report = getattr(self.runners[task].component, "metrics", None)
+                if callable(report):
+                    for key, value in report().items():
+                        summary.custom[key] = summary.custom.get(key, 0) + value
+            components[component_id] = summary
         return TopologyInfo(
             name=self.name,
             status=self.status,

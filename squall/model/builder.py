@@ -142,10 +142,14 @@ class TopologyBuilder:
     def set_bolt(
         self,
         component_id: str,
-        bolt: Bolt | BasicBolt,
+        bolt: Bolt | BasicBolt | Any,
         parallelism_hint: int = 1,
     ) -> BoltDeclarer:
-        """Add a bolt run by ``parallelism_hint`` executors; subscribe it with groupings."""
+        """Add a bolt run by ``parallelism_hint`` executors; subscribe it with groupings.
+
+        ``bolt`` is a ``Bolt``, a ``BasicBolt``, or a ``WindowedBolt`` (any component
+        with a ``to_bolt()`` method that returns the bolt running it).
+        """
         spec = ComponentSpec(component_id, bolt, "bolt", parallelism_hint, parallelism_hint)
         self._declared.append(spec)
         return BoltDeclarer(spec)
@@ -187,6 +191,13 @@ def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None
             f"again as a {spec.kind}"
         )
     where = f"{spec.kind} {cid!r}"
+    adapt = getattr(spec.component, "to_bolt", None)
+    if not spec.is_spout and callable(adapt) and not isinstance(spec.component, Bolt | BasicBolt):
+        # A component that runs as a bolt through an adapter (a WindowedBolt).
+        try:
+            spec.component = adapt()
+        except (InvalidTopologyError, ValueError, TypeError) as exc:
+            raise InvalidTopologyError(f"{where}: {exc}") from None
     if spec.is_spout and not isinstance(spec.component, Spout):
         raise InvalidTopologyError(
             f"{where}: {type(spec.component).__name__} is not a Spout subclass"

@@ -7,6 +7,7 @@ from typing import Any
 from squall.model.fields import Fields
 from squall.model.grouping import GlobalStreamId, Grouping
 from squall.model.topology import StormTopology
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.plan import TaskPlan
 
 
@@ -23,6 +24,7 @@ class TopologyContext:
         task_id: int,
         topology_name: str = "",
         conf: dict[str, Any] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._topology = topology
         self._plan = plan
@@ -31,6 +33,8 @@ class TopologyContext:
         self.task_index = plan.component_tasks[self.component_id].index(task_id)
         self.topology_name = topology_name
         self.conf = dict(conf or {})
+        #: The engine's time source (milliseconds): use it instead of reading the time.
+        self.clock = clock or SYSTEM_CLOCK
 
     @property
     def storm_id(self) -> str:

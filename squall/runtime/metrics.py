@@ -161,6 +161,8 @@ class ComponentStats:
             ``TopologyInfo.extra["ack_messages"]``.
         errors: the most recent errors (newest last).
         errors_total: every error reported, including ones throttled from ``errors``.
+        custom: counters a component reports itself, summed over its tasks (a windowed
+            bolt: ``late_tuples``, ``windows_fired``, ``window_tuples_held``).
     """
 
     component_id: str
@@ -179,6 +181,7 @@ class ComponentStats:
     streams: dict[str, dict[str, int]] = field(default_factory=dict)
     errors: list[ErrorInfo] = field(default_factory=list)
     errors_total: int = 0
+    custom: dict[str, float] = field(default_factory=dict)
     task_stats: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:

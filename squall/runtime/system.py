@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.model.config import Config
+from squall.model.config import Config, component_config
 from squall.model.declarer import StreamDeclaration
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
@@ -84,3 +84,19 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         system=True,
     )
     return StormTopology(components)
+
+
+def validate_submission(topology: StormTopology, conf: dict[str, Any]) -> None:
+    """Submit-time checks that need the configuration, run by every engine.
+
+    A component may define ``validate_submission(component_id, conf)`` (a windowed
+    bolt checks its window against the message timeout); it receives the configuration
+    its tasks will see.
+
+    Raises:
+        InvalidTopologyError: from a component's check.
+    """
+    for spec in topology:
+        check = getattr(spec.component, "validate_submission", None)
+        if callable(check):
+            check(spec.component_id, component_config(conf, spec.conf))

@@ -1,0 +1,213 @@
+"""``WindowedBoltExecutor``: runs a ``WindowedBolt`` as an ordinary bolt.
+
+As in Storm, a windowed bolt is wrapped in a bolt that feeds a window manager: each
+input tuple is added (with its arrival time or its event timestamp), tick tuples bring
+time (processing-time triggers, watermarks), windows that fire call the user's
+``execute(window)``, and tuples leaving the windows are acked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from squall.model.components import Bolt
+from squall.model.config import Config
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.errors import InvalidTopologyError
+from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.context import TopologyContext
+from squall.windowing.bolt import WindowedBolt
+from squall.windowing.manager import WindowManager
+from squall.windowing.spec import LATE_TUPLE_FIELD
+from squall.windowing.watermarks import WatermarkTracker
+from squall.windowing.window import TupleWindow
+
+
+class WindowedOutputCollector:
+    """The collector a windowed bolt emits through.
+
+    ``emit`` anchors to every tuple of the window being executed unless ``anchors`` is
+    given. Window tuples are acked by the engine when they expire, so ``ack`` does
+    nothing; ``fail`` fails a tuple at once (it is then not acked on expiry).
+    """
+
+    def __init__(self, out: OutputCollector, failed: set[int]) -> None:
+        self._out = out
+        self._failed = failed
+        #: The tuples of the window being executed (set by the executor).
+        self.window_tuples: list[Tuple] | None = None
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, anchored to the window's tuples by default."""
+        return self._out.emit(values, self.window_tuples if anchors is None else anchors, stream)
+
+    def emit_direct(
+        self,
+        task_id: int,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` on a direct stream, anchored likewise."""
+        self._out.emit_direct(
+            task_id, values, self.window_tuples if anchors is None else anchors, stream
+        )
+
+    def ack(self, tup: Tuple) -> None:
+        """No effect: window tuples are acked when they leave the window."""
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail ``tup`` now (its spout tuple is replayed); it is not acked later."""
+        if id(tup) not in self._failed:
+            self._failed.add(id(tup))
+            self._out.fail(tup)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s trees."""
+        self._out.reset_timeout(tup)
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error in the component's metrics and the log."""
+        self._out.report_error(error)
+
+
+class WindowedBoltExecutor(Bolt):
+    """The bolt an engine runs for a :class:`WindowedBolt`; see the module docstring."""
+
+    def __init__(self, bolt: WindowedBolt) -> None:
+        self.bolt = bolt
+        self.spec = bolt.window_spec()
+        self.spec.validate(f"windowed bolt {type(bolt).__name__}")
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+        if self.spec.late_stream is not None:
+            declarer.declare_stream(self.spec.late_stream, [LATE_TUPLE_FIELD])
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        conf = dict(self.bolt.get_component_configuration() or {})
+        interval = self.spec.tick_interval_ms
+        if interval is not None:
+            conf[Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS] = interval / 1000.0
+        return conf
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """Submit-time checks (message timeout vs window span), run by the engines.
+
+        Raises:
+            InvalidTopologyError: the window cannot work with this configuration.
+        """
+        acking = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS) != 0
+        if acking and conf.get(Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS, True):
+            timeout = float(conf.get(Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS) or 30)
+            self.spec.check_message_timeout(f"windowed bolt {component_id!r}", timeout)
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        self.collector = collector
+        self.component_id = context.component_id
+        self.clock: Clock = getattr(context, "clock", None) or SYSTEM_CLOCK
+        self.failed: set[int] = set()
+        self.late_tuples = 0
+        self.windows_fired = 0
+        self.window_collector = WindowedOutputCollector(collector, self.failed)
+        self.manager = WindowManager(self.spec, self._activate, self._expire)
+        self.watermarks: WatermarkTracker | None = None
+        if self.spec.event_time:
+            streams = [(s.component_id, s.stream_id) for s in context.get_this_sources()]
+            self.watermarks = WatermarkTracker(streams, self.spec.lag.value)
+        self.bolt.prepare(conf, context, self.window_collector)
+
+    def execute(self, tup: Tuple) -> None:
+        if is_tick_tuple(tup):
+            self._on_tick()
+            return
+        watermarks = self.watermarks
+        if watermarks is None:
+            self.manager.add(tup, int(self.clock.now_ms()))
+            return
+        ts = self._timestamp(tup)
+        if watermarks.track((tup.source_component, tup.source_stream), ts):
+            self.manager.add(tup, ts)
+            return
+        self.late_tuples += 1
+        if self.spec.late_stream is not None:
+            self.collector.emit([list(tup.values)], tup, self.spec.late_stream)
+        self.collector.ack(tup)
+
+    def _on_tick(self) -> None:
+        if self.watermarks is None:
+            self.manager.on_time(int(self.clock.now_ms()))
+            return
+        watermark = self.watermarks.advance()
+        if watermark is not None:
+            self.manager.on_watermark(watermark)
+
+    def _timestamp(self, tup: Tuple) -> int:
+        spec = self.spec
+        where = f"windowed bolt {self.component_id!r}"
+        if spec.timestamp_field is not None:
+            name = spec.timestamp_field
+            if not tup.contains(name):
+                raise ValueError(
+                    f"{where}: tuple from {tup.source_component!r} stream "
+                    f"{tup.source_stream!r} has no timestamp field {name!r} "
+                    f"(its fields are {tup.fields.to_list()})"
+                )
+            ts = tup.get_value_by_field(name)
+            source = f"timestamp field {name!r}"
+        else:
+            assert spec.timestamp_extractor is not None
+            ts = spec.timestamp_extractor(tup)
+            source = "the timestamp extractor's result"
+        if not isinstance(ts, int) or isinstance(ts, bool):
+            raise ValueError(
+                f"{where}: {source} must be an integer (epoch milliseconds), got {ts!r} "
+                f"({type(ts).__name__}) in tuple {list(tup.values)!r}"
+            )
+        return ts
+
+    def _activate(self, window: TupleWindow) -> None:
+        self.windows_fired += 1
+        collector = self.window_collector
+        collector.window_tuples = window.get()
+        try:
+            self.bolt.execute(window)
+        except Exception as exc:
+            self.collector.report_error(exc)
+            for tup in window.get():
+                collector.fail(tup)
+        finally:
+            collector.window_tuples = None
+
+    def _expire(self, tuples: list[Tuple]) -> None:
+        failed = self.failed
+        ack = self.collector.ack
+        for tup in tuples:
+            if failed and id(tup) in failed:
+                failed.discard(id(tup))
+            else:
+                ack(tup)
+
+    def cleanup(self) -> None:
+        self.bolt.cleanup()
+
+    def metrics(self) -> dict[str, int]:
+        """Counters for ``get_topology_info``: late tuples, windows fired, tuples held."""
+        return {
+            "late_tuples": self.late_tuples,
+            "windows_fired": self.windows_fired,
+            "window_tuples_held": len(self.manager),
+        }
+
+
+__all__ = ["InvalidTopologyError", "WindowedBoltExecutor", "WindowedOutputCollector"]

@@ -1,0 +1,206 @@
+"""The window manager: which tuples are in which window, and when windows fire.
+
+Engine-neutral and single-threaded: the task that owns a windowed bolt feeds it tuples
+and time, and it calls back with window activations and expired tuples. Semantics are
+Storm's (``WindowManager`` with its trigger and eviction policies):
+
+* Processing time: a tuple's timestamp is its arrival time. A count sliding interval
+  fires after every ``n`` tuples; a time sliding interval fires every period (the engine
+  ticks the manager). A count length keeps the last ``n`` tuples, a time length the
+  tuples with ``now - length < ts <= now``.
+* Event time: windows fire on watermarks. A time sliding interval fires every window
+  whose end is at or before the watermark; window ends are aligned to the sliding
+  interval, the first being the earliest timestamp rounded up to it, and spans without
+  tuples produce no window. A count sliding interval fires at every ``n``-th tuple
+  (by timestamp) at or before the watermark, that tuple's timestamp ending the window.
+  A window ending at ``end`` holds ``end - length < ts <= end`` (time length) or the
+  last ``n`` tuples with ``ts <= end`` (count length).
+
+Tuples are kept sorted by timestamp (arrival order among equal timestamps), so a window
+is a slice found by bisection and expiry trims the front of the list: memory holds only
+the tuples that a present or future window can still contain.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import Any
+
+from squall.model.tuple import Tuple
+from squall.windowing.spec import Count, Duration, WindowSpec
+from squall.windowing.window import TupleWindow
+
+ActivationHandler = Callable[[TupleWindow], None]
+ExpiryHandler = Callable[[list[Tuple]], None]
+
+COMPACT_EVERY = 100
+
+
+class WindowManager:
+    """Window state of one windowed bolt task.
+
+    Args:
+        spec: the window configuration.
+        on_activation: called with each window that fires (non-empty windows only).
+        on_expiry: called with tuples as they leave every future window.
+    """
+
+    def __init__(
+        self,
+        spec: WindowSpec,
+        on_activation: ActivationHandler,
+        on_expiry: ExpiryHandler,
+    ) -> None:
+        self.spec = spec
+        self.on_activation = on_activation
+        self.on_expiry = on_expiry
+        self._timestamps: list[int] = []
+        self._tuples: list[Tuple] = []
+        self._expired_since_trigger: list[Tuple] = []
+        self._previous_window: set[int] = set()
+        self._count_since_trigger = 0
+        self._adds_since_compaction = 0
+        self._next_window_end: int | None = None
+        self._last_counted_ts: int | None = None
+        length, sliding = spec.length, spec.sliding
+        self._length_ms = length.value if isinstance(length, Duration) else None
+        self._length_count = length.value if isinstance(length, Count) else None
+        self._sliding_ms = sliding.value if isinstance(sliding, Duration) else None
+        self._sliding_count = sliding.value if isinstance(sliding, Count) else None
+
+    def __len__(self) -> int:
+        """Tuples held (in a window, or waiting for one)."""
+        return len(self._tuples)
+
+    def held(self) -> list[Tuple]:
+        """The tuples held, oldest timestamp first."""
+        return list(self._tuples)
+
+    def add(self, tup: Tuple, ts: int) -> None:
+        """Track ``tup`` at timestamp ``ts``; with processing time and a count sliding
+        interval this may fire a window right away."""
+        timestamps = self._timestamps
+        if not timestamps or ts >= timestamps[-1]:
+            timestamps.append(ts)
+            self._tuples.append(tup)
+        else:
+            position = bisect_right(timestamps, ts)
+            timestamps.insert(position, ts)
+            self._tuples.insert(position, tup)
+        if self.spec.event_time:
+            return
+        if self._sliding_count is not None:
+            self._count_since_trigger += 1
+            if self._count_since_trigger >= self._sliding_count:
+                self._trigger(ts)
+                return
+        self._adds_since_compaction += 1
+        if self._adds_since_compaction >= COMPACT_EVERY:
+            self._compact(ts)
+
+    def on_time(self, now: int) -> None:
+        """Processing time moved to ``now``: fire if the sliding interval is a duration."""
+        if not self.spec.event_time and self._sliding_ms is not None:
+            self._trigger(now)
+
+    def on_watermark(self, watermark: int) -> None:
+        """Event time: fire every window the watermark completes, in order."""
+        if self._sliding_ms is not None:
+            self._fire_time_windows(watermark, self._sliding_ms)
+        else:
+            self._fire_count_windows(watermark, self._sliding_count or 1)
+
+    def _fire_time_windows(self, watermark: int, sliding: int) -> None:
+        end = self._next_window_end
+        if end is None:
+            end = self._next_aligned_end(None, watermark, sliding)
+            if end is None:
+                return
+        while end <= watermark:
+            if self._trigger(end):
+                end += sliding
+                continue
+            following = self._next_aligned_end(end, watermark, sliding)
+            if following is None:
+                break
+            end = following
+        self._next_window_end = end
+
+    def _next_aligned_end(self, after: int | None, until: int, sliding: int) -> int | None:
+        """End of the first window (aligned to ``sliding``) holding a tuple with
+        ``after < ts <= until``; None if there is no such tuple."""
+        timestamps = self._timestamps
+        position = 0 if after is None else bisect_right(timestamps, after)
+        if position >= len(timestamps) or timestamps[position] > until:
+            return None
+        earliest = timestamps[position]
+        remainder = earliest % sliding
+        return earliest if remainder == 0 else earliest + sliding - remainder
+
+    def _fire_count_windows(self, watermark: int, sliding: int) -> None:
+        timestamps = self._timestamps
+        last = self._last_counted_ts
+        start = 0 if last is None else bisect_right(timestamps, last)
+        stop = bisect_right(timestamps, watermark)
+        ends = [timestamps[i] for i in range(start + sliding - 1, stop, sliding)]
+        for end in ends:
+            self._trigger(end)
+            self._last_counted_ts = end
+
+    def _window_bounds(self, reference: int) -> tuple[int, int]:
+        """``(first, stop)`` indexes of the window ending at ``reference``."""
+        timestamps = self._timestamps
+        stop = bisect_right(timestamps, reference)
+        if self._length_ms is not None:
+            first = bisect_right(timestamps, reference - self._length_ms, 0, stop)
+        else:
+            first = max(0, stop - (self._length_count or 0))
+        return first, stop
+
+    def _expire_before(self, first: int) -> None:
+        if first <= 0:
+            return
+        expired = self._tuples[:first]
+        del self._tuples[:first]
+        del self._timestamps[:first]
+        self._expired_since_trigger.extend(expired)
+        self.on_expiry(expired)
+
+    def _compact(self, now: int) -> None:
+        """Processing time: drop what no future window can hold (their reference is
+        at least ``now``)."""
+        self._adds_since_compaction = 0
+        first, _ = self._window_bounds(now)
+        self._expire_before(first)
+
+    def _trigger(self, reference: int) -> bool:
+        """Evaluate the window ending at ``reference``; True if it held any tuple."""
+        self._count_since_trigger = 0
+        first, stop = self._window_bounds(reference)
+        self._expire_before(first)
+        stop -= first
+        expired, self._expired_since_trigger = self._expired_since_trigger, []
+        if stop == 0:
+            self._previous_window = set()
+            return False
+        tuples = self._tuples[:stop]
+        previous = self._previous_window
+        new = [t for t in tuples if id(t) not in previous]
+        self._previous_window = {id(t) for t in tuples}
+        start_ts: int | None = None
+        end_ts: int | None = None
+        if self._length_ms is not None:
+            end_ts = reference
+            start_ts = reference - self._length_ms
+        self.on_activation(TupleWindow(tuples, new, expired, start_ts, end_ts))
+        return True
+
+    def state(self) -> dict[str, Any]:
+        """Bookkeeping that is not tuples (for inspection and snapshots)."""
+        return {
+            "held": len(self._tuples),
+            "next_window_end": self._next_window_end,
+            "last_counted_ts": self._last_counted_ts,
+            "count_since_trigger": self._count_since_trigger,
+        }
