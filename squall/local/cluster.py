@@ -12,6 +12,7 @@ from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import TopologyInfo
+from squall.transactional.store import MemoryCoordinationStore
 
 
 class LocalCluster:
@@ -30,6 +31,9 @@ class LocalCluster:
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or SYSTEM_CLOCK
+        #: Transactional coordination state (txids, spout metadata) of topologies run
+        #: without ``topology.transactional.state.dir``: it lives as long as the cluster.
+        self.coordination_store = MemoryCoordinationStore()
         self._topologies: dict[str, RunningTopology] = {}
         self._lock = threading.Lock()
 
@@ -63,7 +67,9 @@ class LocalCluster:
         with self._lock:
             if name in self._topologies:
                 raise SquallError(f"a topology named {name!r} is already running")
-            running = RunningTopology(name, conf, topology, self.clock, emit_listener)
+            running = RunningTopology(
+                name, conf, topology, self.clock, emit_listener, self.coordination_store
+            )
             self._topologies[name] = running
         try:
             running.start(active=True)

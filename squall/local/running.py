@@ -83,6 +83,7 @@ class RunningTopology:
         topology: StormTopology,
         clock: Clock,
         emit_listener: EmitListener | None = None,
+        coordination_store: Any = None,
     ) -> None:
         self.name = name
         self.conf = effective_config(conf)
@@ -92,6 +93,7 @@ class RunningTopology:
         self.topology = system_topology(topology, self.conf)
         self.plan: TaskPlan = build_plan(self.topology, self.conf)
         self.clock = clock
+        self.coordination_store = coordination_store
         self.started_at = time.monotonic()
         self.status = "INACTIVE"
         self.inboxes: list[deque[Tuple]] = [deque() for _ in range(self.plan.max_task_id + 1)]
@@ -118,7 +120,13 @@ class RunningTopology:
             for task_id in self.plan.component_tasks[spec.component_id]:
                 component = _instance_for_task(spec.component, spec.component_id)
                 context = TopologyContext(
-                    self.topology, self.plan, task_id, self.name, task_conf, self.clock
+                    self.topology,
+                    self.plan,
+                    task_id,
+                    self.name,
+                    task_conf,
+                    self.clock,
+                    self.coordination_store,
                 )
                 routes = build_routes(self.topology, self.plan, context)
                 stats = TaskStats(spec.component_id, task_id, throttle, max_errors)

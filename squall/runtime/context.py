@@ -25,6 +25,7 @@ class TopologyContext:
         topology_name: str = "",
         conf: dict[str, Any] | None = None,
         clock: Clock | None = None,
+        coordination_store: Any = None,
     ) -> None:
         self._topology = topology
         self._plan = plan
@@ -35,6 +36,9 @@ class TopologyContext:
         self.conf = dict(conf or {})
         #: The engine's time source (milliseconds): use it instead of reading the time.
         self.clock = clock or SYSTEM_CLOCK
+        #: The engine's store for transactional coordination (txids, spout metadata)
+        #: when no ``topology.transactional.state.dir`` is configured.
+        self.coordination_store = coordination_store
 
     @property
     def storm_id(self) -> str:

@@ -229,7 +229,7 @@ def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) 
             entry = summary.streams.setdefault(stream_id, {"emitted": 0, "transferred": 0})
             entry["emitted"] += route.emitted
             entry["transferred"] += route.transferred
-            if not stream_id.startswith("__"):
+            if not stream_id.startswith(("__", "$")):
                 task_emitted += route.emitted
                 task_transferred += route.transferred
         summary.emitted += task_emitted

@@ -1,0 +1,33 @@
+"""Transactional topologies: batches processed exactly once, committed in order.
+
+Compiled onto the core model as Storm does it: a coordinator spout, emitter bolts,
+batch bolts that detect the end of a batch, and committers.
+"""
+
+from squall.transactional.attempt import AttemptStatus, TransactionAttempt
+from squall.transactional.batch import BatchBolt, BatchOutputCollector, Committer
+from squall.transactional.builder import BatchBoltDeclarer, TransactionalTopologyBuilder
+from squall.transactional.spouts import (
+    PartitionedTransactionalSpout,
+    TransactionalSpout,
+)
+from squall.transactional.store import (
+    CoordinationStore,
+    MemoryCoordinationStore,
+    SqliteCoordinationStore,
+)
+
+__all__ = [
+    "AttemptStatus",
+    "BatchBolt",
+    "BatchBoltDeclarer",
+    "BatchOutputCollector",
+    "Committer",
+    "CoordinationStore",
+    "MemoryCoordinationStore",
+    "PartitionedTransactionalSpout",
+    "SqliteCoordinationStore",
+    "TransactionAttempt",
+    "TransactionalSpout",
+    "TransactionalTopologyBuilder",
+]

@@ -1,0 +1,269 @@
+"""Batch bolts and batch coordination (Storm's ``IBatchBolt`` and ``CoordinatedBolt``).
+
+A batch is the set of tuples sharing a batch id (their first value, a
+``TransactionAttempt``). A batch bolt task knows it has received the whole batch when
+every upstream task has reported, on the direct ``$coord`` stream, how many tuples of
+the batch it sent to this task, and that many have arrived. It then calls the batch's
+``finish_batch`` and reports its own counts downstream, so completion flows down the
+topology batch by batch.
+
+The batch tree stays open until the end: a non-committer holds the batch's input tuples
+until ``finish_batch`` has run, anchoring what it emits there to them; a committer acks
+its inputs at once and finishes under the coordinator's ``$commit`` tuple, which it holds
+instead (so processing can complete before the commit is sent).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from squall.model.components import Bolt, Component
+from squall.model.config import Config
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.tuple import DEFAULT_STREAM, Tuple
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.context import TopologyContext
+from squall.transactional.attempt import TransactionAttempt
+
+BATCH_STREAM = "$batch"
+COMMIT_STREAM = "$commit"
+COORD_STREAM = "$coord"
+
+
+class BatchOutputCollector:
+    """What batch bolts and emitters emit through.
+
+    Emits are anchored to the tuple being processed (or, in ``finish_batch``, to the
+    tuple that completed the batch) and counted per target task for batch coordination.
+    """
+
+    def __init__(self, out: OutputCollector) -> None:
+        self._out = out
+        #: The tuple emits are anchored to (set by the executor).
+        self.anchor: Tuple | None = None
+        #: Tuples sent to each task in this batch.
+        self.counts: dict[int, int] = {}
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` (first value: the batch's attempt) on ``stream``."""
+        targets = self._out.emit(values, self.anchor, stream)
+        counts = self.counts
+        for target in targets:
+            counts[target] = counts.get(target, 0) + 1
+        return targets
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` on a direct stream."""
+        self._out.emit_direct(task_id, values, self.anchor, stream)
+        self.counts[task_id] = self.counts.get(task_id, 0) + 1
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error in the component's metrics and the log."""
+        self._out.report_error(error)
+
+
+class BatchBolt(Component):
+    """Storm's ``IBatchBolt``: one instance per batch (per transaction attempt).
+
+    ``prepare`` runs when the batch's first tuple reaches the task, ``execute`` for each
+    of its tuples, ``finish_batch`` once the task has received the whole batch. The
+    instance is then dropped, with all the batch's intermediate state.
+    """
+
+    def prepare(
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext,
+        collector: BatchOutputCollector,
+        id: Any,
+    ) -> None:
+        """Called on the new instance of each batch; ``id`` is the batch's attempt."""
+        self.collector = collector
+        self.id = id
+
+    def execute(self, tup: Tuple) -> None:
+        """Process one tuple of the batch. Raising fails the batch (it is replayed)."""
+
+    def finish_batch(self) -> None:
+        """The task received every tuple of the batch. For a committer, also every
+        earlier transaction has committed: this is where state is updated, in strict
+        transaction order. Raising fails the batch (it is replayed with a new attempt)."""
+
+
+class Committer:
+    """Mixin marking a :class:`BatchBolt` as a committer (``finish_batch`` in strict
+    transaction order, after the batch is fully processed)."""
+
+
+@dataclass
+class _Batch:
+    instance: BatchBolt
+    collector: BatchOutputCollector
+    received: int = 0
+    expected: int = 0
+    reports: int = 0
+    held: list[Tuple] = field(default_factory=list)
+    commit: Tuple | None = None
+
+
+def _downstream_tasks(context: TopologyContext) -> list[int]:
+    tasks: set[int] = set()
+    for stream, subscribers in context.get_this_targets().items():
+        if stream.startswith(("$", "__")):
+            continue
+        for component in subscribers:
+            tasks.update(context.get_component_tasks(component))
+    return sorted(tasks)
+
+
+def _attempt_of(tup: Tuple, component_id: str) -> TransactionAttempt:
+    attempt = tup.values[0] if len(tup.values) else None
+    if not isinstance(attempt, TransactionAttempt):
+        raise ValueError(
+            f"batch bolt {component_id!r} received a tuple from {tup.source_component!r} "
+            f"stream {tup.source_stream!r} whose first value is {attempt!r}, not the "
+            "batch's TransactionAttempt: emit [attempt, ...] in batch components"
+        )
+    return attempt
+
+
+class BatchBoltExecutor(Bolt):
+    """Runs a :class:`BatchBolt` with batch coordination (see the module docstring)."""
+
+    def __init__(self, bolt: BatchBolt, committer: bool) -> None:
+        self.bolt = bolt
+        self.committer = committer
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.bolt.declare_output_fields(declarer)
+        declarer.declare_stream(COORD_STREAM, ["attempt", "count"], direct=True)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return self.bolt.get_component_configuration()
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        self.conf = conf
+        self.context = context
+        self.out = collector
+        upstream = {
+            gid.component_id
+            for gid in context.get_this_sources()
+            if not gid.stream_id.startswith(("$", "__"))
+        }
+        self.expected_reports = sum(len(context.get_component_tasks(c)) for c in upstream)
+        self.downstream = _downstream_tasks(context)
+        self.in_flight = int(conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING) or 1)
+        self.batches: dict[TransactionAttempt, _Batch] = {}
+
+    def _batch(self, attempt: TransactionAttempt) -> _Batch:
+        batch = self.batches.get(attempt)
+        if batch is not None:
+            return batch
+        # A new attempt supersedes older ones of the same transaction (they failed), and
+        # no transaction far behind this one can still be in flight.
+        oldest = attempt.transaction_id - self.in_flight
+        stale = [
+            a
+            for a in self.batches
+            if a.transaction_id == attempt.transaction_id or a.transaction_id < oldest
+        ]
+        for old_attempt in stale:
+            del self.batches[old_attempt]
+        collector = BatchOutputCollector(self.out)
+        instance = copy.deepcopy(self.bolt)
+        instance.prepare(self.conf, self.context, collector, attempt)
+        batch = self.batches[attempt] = _Batch(instance, collector)
+        return batch
+
+    def execute(self, tup: Tuple) -> None:
+        attempt = _attempt_of(tup, self.context.component_id)
+        batch = self._batch(attempt)
+        stream = tup.source_stream
+        if stream == COMMIT_STREAM:
+            batch.commit = tup
+        elif stream == COORD_STREAM:
+            batch.reports += 1
+            batch.expected += tup.values[1]
+            self._keep(batch, tup)
+        else:
+            batch.collector.anchor = tup
+            batch.instance.execute(tup)
+            batch.received += 1
+            self._keep(batch, tup)
+        self._finish_if_complete(attempt, batch, tup)
+
+    def _keep(self, batch: _Batch, tup: Tuple) -> None:
+        if self.committer:
+            self.out.ack(tup)
+        else:
+            batch.held.append(tup)
+
+    def _finish_if_complete(self, attempt: TransactionAttempt, batch: _Batch, last: Tuple) -> None:
+        if batch.reports < self.expected_reports or batch.received < batch.expected:
+            return
+        if self.committer and batch.commit is None:
+            return
+        anchor = batch.commit if batch.commit is not None else last
+        batch.collector.anchor = anchor
+        del self.batches[attempt]
+        try:
+            batch.instance.finish_batch()
+        except Exception as exc:
+            # The whole batch fails (and is replayed); nothing of it is acked.
+            self.out.report_error(exc)
+            for tup in batch.held:
+                self.out.fail(tup)
+            if batch.commit is not None:
+                self.out.fail(batch.commit)
+            return
+        counts = batch.collector.counts
+        for task in self.downstream:
+            self.out.emit_direct(task, [attempt, counts.get(task, 0)], anchor, COORD_STREAM)
+        for tup in batch.held:
+            self.out.ack(tup)
+        if batch.commit is not None:
+            self.out.ack(batch.commit)
+
+
+class EmitterExecutor(Bolt):
+    """Runs a transactional spout's emitter: one batch per ``$batch`` tuple from the
+    coordinator, then counts reported downstream on ``$coord``."""
+
+    def __init__(self, spout: Any) -> None:
+        self.spout = spout
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.spout.declare_output_fields(declarer)
+        declarer.declare_stream(COORD_STREAM, ["attempt", "count"], direct=True)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return self.spout.get_component_configuration()
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        self.out = collector
+        self.emitter = self.spout.get_emitter(conf, context)
+        self.downstream = _downstream_tasks(context)
+
+    def execute(self, tup: Tuple) -> None:
+        attempt, metadata, committed = tup.values
+        if committed:
+            self.emitter.cleanup_before(committed)
+        collector = BatchOutputCollector(self.out)
+        collector.anchor = tup
+        self.emitter.emit_batch(attempt, metadata, collector)
+        counts = collector.counts
+        for task in self.downstream:
+            self.out.emit_direct(task, [attempt, counts.get(task, 0)], tup, COORD_STREAM)
+        self.out.ack(tup)
+
+    def cleanup(self) -> None:
+        self.emitter.close()

@@ -1,0 +1,211 @@
+"""Transactional spouts: a coordinator that plans batches and emitters that emit them.
+
+Contract (Storm's ``ITransactionalSpout``): the coordinator decides each transaction's
+metadata once; the metadata is stored, and an emitter given the same transaction and
+metadata must emit exactly the same tuples, so a replayed batch is identical.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from squall.model.components import Component
+from squall.transactional.attempt import TransactionAttempt
+from squall.transactional.store import CoordinationStore, open_store, txid_key
+
+if TYPE_CHECKING:
+    from squall.transactional.batch import BatchOutputCollector
+
+
+class Coordinator(Protocol):
+    """Plans transactions. Runs in the single coordinator task."""
+
+    def initialize_transaction(self, txid: int, prev_metadata: Any) -> Any:
+        """Metadata for the new transaction ``txid`` (``prev_metadata``: the previous
+        transaction's, None for the first). Called once per txid; the result is stored."""
+
+    def is_ready(self) -> bool:
+        """Whether a new transaction should start now (e.g. new data is available)."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class Emitter(Protocol):
+    """Emits batches. Runs in each emitter task."""
+
+    def emit_batch(
+        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
+    ) -> None:
+        """Emit the batch of ``attempt`` described by ``metadata``; identical on replay.
+        Every tuple's first value is ``attempt``."""
+
+    def cleanup_before(self, txid: int) -> None:
+        """Transactions before ``txid`` are committed: their state can be dropped."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class TransactionalSpout(Component):
+    """Storm's ``ITransactionalSpout``: implement ``get_coordinator`` and ``get_emitter``,
+    and declare the emitted fields (the first one holds the ``TransactionAttempt``)."""
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
+        """The coordinator, created once in the coordinator task."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
+        """An emitter, created once in each emitter task."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
+
+
+class PartitionedCoordinator(Protocol):
+    """Plans transactions of a partitioned spout: how many partitions there are."""
+
+    def number_of_partitions(self) -> int:
+        """Current number of partitions."""
+
+    def is_ready(self) -> bool:
+        """Whether a new transaction should start now."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class PartitionedEmitter(Protocol):
+    """Emits one partition's part of a batch."""
+
+    def emit_partition_batch_new(
+        self,
+        attempt: TransactionAttempt,
+        collector: BatchOutputCollector,
+        partition: int,
+        last_partition_meta: Any,
+    ) -> Any:
+        """Emit a new batch for ``partition`` following ``last_partition_meta`` (None at
+        first); return this batch's partition metadata (stored for replays)."""
+
+    def emit_partition_batch(
+        self,
+        attempt: TransactionAttempt,
+        collector: BatchOutputCollector,
+        partition: int,
+        partition_meta: Any,
+    ) -> None:
+        """Emit exactly the batch described by ``partition_meta`` again (a replay)."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class PartitionedTransactionalSpout(Component):
+    """Storm's ``IPartitionedTransactionalSpout``: the data is split in partitions
+    (e.g. a queue's shards); each emitter task emits the partitions ``p`` with
+    ``p % emitter_tasks == task_index``, keeping per-partition metadata per transaction
+    in the coordination store so replays are identical."""
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> PartitionedCoordinator:
+        """The coordinator, created once in the coordinator task."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> PartitionedEmitter:
+        """An emitter, created once in each emitter task."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
+
+
+class PartitionedSpoutAdapter(TransactionalSpout):
+    """Runs a :class:`PartitionedTransactionalSpout` as a :class:`TransactionalSpout`:
+    the transaction metadata is the number of partitions."""
+
+    def __init__(self, spout: PartitionedTransactionalSpout, transactional_id: str) -> None:
+        self.spout = spout
+        self.transactional_id = transactional_id
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        self.spout.declare_output_fields(declarer)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return self.spout.get_component_configuration()
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
+        return _PartitionCountCoordinator(self.spout.get_coordinator(conf, context))
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
+        tasks = context.get_component_tasks(context.component_id)
+        return _PartitionedEmitterAdapter(
+            self.spout.get_emitter(conf, context),
+            open_store(conf, context),
+            self.transactional_id,
+            context.task_index,
+            len(tasks),
+        )
+
+
+class _PartitionCountCoordinator:
+    def __init__(self, coordinator: PartitionedCoordinator) -> None:
+        self._coordinator = coordinator
+
+    def initialize_transaction(self, txid: int, prev_metadata: Any) -> int:
+        return int(self._coordinator.number_of_partitions())
+
+    def is_ready(self) -> bool:
+        return bool(self._coordinator.is_ready())
+
+    def close(self) -> None:
+        self._coordinator.close()
+
+
+class _PartitionedEmitterAdapter:
+    """Per partition, stores each transaction's partition metadata (Storm's rotating
+    transactional state) so that a replayed transaction re-emits the same data."""
+
+    def __init__(
+        self,
+        emitter: PartitionedEmitter,
+        store: CoordinationStore,
+        transactional_id: str,
+        task_index: int,
+        task_count: int,
+    ) -> None:
+        self._emitter = emitter
+        self._store = store
+        self._transactional_id = transactional_id
+        self._task_index = task_index
+        self._task_count = task_count
+        self._partitions = 0
+
+    def _namespace(self, partition: int) -> str:
+        return f"{self._transactional_id}/partition/{partition}"
+
+    def emit_batch(
+        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
+    ) -> None:
+        txid = attempt.transaction_id
+        self._partitions = max(self._partitions, int(metadata))
+        for partition in range(int(metadata)):
+            if partition % self._task_count != self._task_index:
+                continue
+            namespace = self._namespace(partition)
+            stored = self._store.get(namespace, txid_key(txid))
+            if stored is not None:
+                self._emitter.emit_partition_batch(attempt, collector, partition, stored[0])
+                continue
+            previous = [k for k in self._store.keys(namespace) if k < txid_key(txid)]
+            last_meta = self._store.get(namespace, previous[-1])[0] if previous else None
+            meta = self._emitter.emit_partition_batch_new(attempt, collector, partition, last_meta)
+            self._store.put(namespace, txid_key(txid), (meta,))
+
+    def cleanup_before(self, txid: int) -> None:
+        """Forget partition metadata of transactions before ``txid`` (committed), always
+        keeping each partition's newest entry: the next new batch continues from it."""
+        for partition in range(self._task_index, self._partitions, self._task_count):
+            namespace = self._namespace(partition)
+            keys = self._store.keys(namespace)
+            for key in keys[:-1]:
+                if key >= txid_key(txid):
+                    break
+                self._store.delete(namespace, key)
+
+    def close(self) -> None:
+        self._emitter.close()

@@ -1,0 +1,149 @@
+"""The coordination store: Storm's ZooKeeper role for transactional state.
+
+Transaction ids and spout metadata are kept per transactional id (a transactional
+topology's id, or a Trident stream id) under namespaces. With
+``topology.transactional.state.dir`` set, the store is a SQLite file in that directory
+(durable: a restarted topology continues its transaction ids; safe for concurrent
+tasks and processes); without it, an in-memory store that lives as long as the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+from squall.model.config import Config
+
+STORE_FILE = "coordination.sqlite"
+
+
+class CoordinationStore(ABC):
+    """Key-value store of pickled values, keys grouped by namespace. Thread-safe."""
+
+    @abstractmethod
+    def get(self, namespace: str, key: str, default: Any = None) -> Any:
+        """The value at ``key``, or ``default``."""
+
+    @abstractmethod
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        """Store ``value`` at ``key`` (durably, for a durable store)."""
+
+    @abstractmethod
+    def delete(self, namespace: str, key: str) -> None:
+        """Remove ``key`` (no error if absent)."""
+
+    @abstractmethod
+    def keys(self, namespace: str) -> list[str]:
+        """Every key of ``namespace``, sorted."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless overridden
+        """Release resources (nothing to release by default)."""
+
+
+class MemoryCoordinationStore(CoordinationStore):
+    """In-process store; lives as long as its owner (a cluster)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str, key: str, default: Any = None) -> Any:
+        with self._lock:
+            raw = self._data.get(namespace, {}).get(key)
+        return default if raw is None else pickle.loads(raw)
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        raw = pickle.dumps(value)  # a copy: later changes to value do not leak in
+        with self._lock:
+            self._data.setdefault(namespace, {})[key] = raw
+
+    def delete(self, namespace: str, key: str) -> None:
+        with self._lock:
+            self._data.get(namespace, {}).pop(key, None)
+
+    def keys(self, namespace: str) -> list[str]:
+        with self._lock:
+            return sorted(self._data.get(namespace, {}))
+
+
+class SqliteCoordinationStore(CoordinationStore):
+    """Durable store in ``<directory>/coordination.sqlite`` (WAL mode, one connection
+    per thread, so tasks on different threads and processes can share it)."""
+
+    def __init__(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, STORE_FILE)
+        self._local = threading.local()
+        with self._connection() as connection:
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS coordination ("
+                "namespace TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
+                "PRIMARY KEY (namespace, key))"
+            )
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            self._local.connection = connection
+        return connection
+
+    def get(self, namespace: str, key: str, default: Any = None) -> Any:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT value FROM coordination WHERE namespace = ? AND key = ?",
+                (namespace, key),
+            )
+            .fetchone()
+        )
+        return default if row is None else pickle.loads(row[0])
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        self._connection().execute(
+            "INSERT OR REPLACE INTO coordination (namespace, key, value) VALUES (?, ?, ?)",
+            (namespace, key, pickle.dumps(value)),
+        )
+
+    def delete(self, namespace: str, key: str) -> None:
+        self._connection().execute(
+            "DELETE FROM coordination WHERE namespace = ? AND key = ?", (namespace, key)
+        )
+
+    def keys(self, namespace: str) -> list[str]:
+        rows = self._connection().execute(
+            "SELECT key FROM coordination WHERE namespace = ? ORDER BY key", (namespace,)
+        )
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+
+def open_store(conf: dict[str, Any], context: Any) -> CoordinationStore:
+    """The store a task should use: SQLite under ``topology.transactional.state.dir``
+    when set, else the engine's in-memory store (``context.coordination_store``)."""
+    directory = conf.get(Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR)
+    if directory:
+        return SqliteCoordinationStore(str(directory))
+    store = getattr(context, "coordination_store", None)
+    if store is None:
+        raise RuntimeError(
+            "no coordination store: set topology.transactional.state.dir, or run on an "
+            "engine that provides one (LocalCluster, SparkCluster)"
+        )
+    return store
+
+
+def txid_key(txid: int) -> str:
+    """A key that sorts transaction ids numerically."""
+    return f"{txid:020d}"
