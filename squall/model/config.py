@@ -28,6 +28,7 @@ class Config(dict[str, Any]):
     TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS = "topology.sleep.spout.wait.strategy.time.ms"
     TOPOLOGY_TRANSACTIONAL_ID = "topology.transactional.id"
     TOPOLOGY_TRANSACTIONAL_STATE_DIR = "topology.transactional.state.dir"
+    TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS = "topology.trident.batch.emit.interval.millis"
     TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS = "topology.error.throttle.interval.secs"
     TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL = "topology.max.error.report.per.interval"
 

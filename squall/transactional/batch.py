@@ -161,6 +161,9 @@ class BatchBoltExecutor(Bolt):
         self.downstream = _downstream_tasks(context)
         self.in_flight = int(conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING) or 1)
         self.batches: dict[TransactionAttempt, _Batch] = {}
+        prepare_task = getattr(self.bolt, "prepare_task", None)
+        if callable(prepare_task):
+            prepare_task(conf, context)
 
     def _batch(self, attempt: TransactionAttempt) -> _Batch:
         batch = self.batches.get(attempt)
@@ -177,7 +180,10 @@ class BatchBoltExecutor(Bolt):
         for old_attempt in stale:
             del self.batches[old_attempt]
         collector = BatchOutputCollector(self.out)
-        instance = copy.deepcopy(self.bolt)
+        # A bolt may make its per-batch instances itself (sharing task-level resources);
+        # otherwise each batch gets a copy of the declared bolt.
+        for_batch = getattr(self.bolt, "for_batch", None)
+        instance = for_batch() if callable(for_batch) else copy.deepcopy(self.bolt)
         instance.prepare(self.conf, self.context, collector, attempt)
         batch = self.batches[attempt] = _Batch(instance, collector)
         return batch
@@ -198,6 +204,11 @@ class BatchBoltExecutor(Bolt):
             batch.received += 1
             self._keep(batch, tup)
         self._finish_if_complete(attempt, batch, tup)
+
+    def cleanup(self) -> None:
+        cleanup_task = getattr(self.bolt, "cleanup_task", None)
+        if callable(cleanup_task):
+            cleanup_task()
 
     def _keep(self, batch: _Batch, tup: Tuple) -> None:
         if self.committer:

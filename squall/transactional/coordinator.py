@@ -19,6 +19,9 @@ from squall.transactional.batch import BATCH_STREAM, COMMIT_STREAM
 from squall.transactional.store import CoordinationStore, open_store, txid_key
 
 FIRST_TXID = 1
+#: Storm's ``topology.trident.batch.emit.interval.millis`` is 500 ms by default; the
+#: embedded engine's default is shorter, for interactive latency.
+DEFAULT_EMIT_INTERVAL_MS = 50
 _LAST_COMMITTED = "last_committed"
 
 
@@ -42,7 +45,9 @@ class TransactionalSpoutCoordinator(Spout):
     ``next_tuple`` first commits the next transaction in order if its batch is
     processed, then starts new transactions while fewer than
     ``topology.max.spout.pending`` (default 1) are in flight and the user's coordinator
-    ``is_ready``. Each transaction's metadata is decided once and stored, and the last
+    ``is_ready``, at most one new transaction every
+    ``topology.trident.batch.emit.interval.millis`` (default 50 ms; 0: no pause).
+    Each transaction's metadata is decided once and stored, and the last
     committed txid is stored when a commit completes, so a restarted topology (same
     ``topology.transactional.state.dir``) continues where it left off.
     """
@@ -74,6 +79,10 @@ class TransactionalSpoutCoordinator(Spout):
         self.last_committed: int = self.store.get(self.namespace, _LAST_COMMITTED, FIRST_TXID - 1)
         self.active: dict[int, TransactionStatus] = {}
         self.random = random.Random()
+        self.clock = context.clock
+        interval = conf.get(Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS)
+        self.emit_interval_ms = float(DEFAULT_EMIT_INTERVAL_MS if interval is None else interval)
+        self.last_start_ms: float | None = None
 
     def next_tuple(self) -> None:
         self._commit_next()
@@ -91,11 +100,19 @@ class TransactionalSpoutCoordinator(Spout):
     def _start_transactions(self) -> None:
         txid = self.last_committed + 1
         while len(self.active) < self.max_in_flight:
+            if (
+                self.emit_interval_ms > 0
+                and self.last_start_ms is not None
+                and self.clock.now_ms() - self.last_start_ms < self.emit_interval_ms
+            ):
+                return
             while txid in self.active:
                 txid += 1
             metadata = self._metadata(txid)
             if metadata is _NOT_READY:
                 return
+            if self.emit_interval_ms > 0:
+                self.last_start_ms = self.clock.now_ms()
             attempt = TransactionAttempt(txid, self.random.getrandbits(63))
             self.active[txid] = TransactionStatus(attempt, AttemptStatus.PROCESSING)
             committed = self.last_committed if self.last_committed >= FIRST_TXID else None
@@ -142,6 +159,14 @@ class TransactionalSpoutCoordinator(Spout):
         # This transaction and every later one are replayed with new attempts.
         for later in [t for t in self.active if t >= txid]:
             del self.active[later]
+        failed = getattr(self.coordinator, "transaction_failed", None)
+        if callable(failed):
+            # The coordinator may replace the transaction's metadata (e.g. give up).
+            key = txid_key(txid)
+            stored = self.store.get(self.namespace, key)
+            replacement = failed(txid, stored[0] if stored is not None else None)
+            if replacement is not None:
+                self.store.put(self.namespace, key, (replacement,))
 
     def close(self) -> None:
         self.coordinator.close()

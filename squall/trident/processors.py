@@ -1,0 +1,460 @@
+"""Processors: the runtime of Trident nodes inside a segment (one batch bolt task).
+
+A processor receives a batch's tuples as value lists (``process``), keeps per-batch
+state (``start`` creates it), and at the end of the batch (``finish``, in topological
+order within the segment) emits aggregated results. ``emit`` hands values to the
+processor's children in the segment and to its output streams (other segments).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from squall.model.fields import Fields
+from squall.trident.graph import Node
+from squall.trident.operations import (
+    Aggregator,
+    CombinerAggregator,
+    TridentCollector,
+)
+from squall.trident.tuple import TridentTuple
+
+
+class BatchRun:
+    """One batch at one task: its attempt, collector and per-processor states."""
+
+    __slots__ = ("attempt", "collector", "states", "task_index")
+
+    def __init__(
+        self, attempt: Any, collector: Any, processors: list[Processor], task_index: int
+    ) -> None:
+        self.attempt = attempt
+        self.collector = collector
+        self.task_index = task_index
+        self.states = [p.start() for p in processors]
+
+
+class Processor:
+    """Base: pass-through (repartition and merge points)."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        self.node = node
+        self.input_fields = input_fields
+        self.index = -1
+        self.children: list[tuple[Processor, int]] = []
+        self.output_streams: list[str] = []
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        """Once per task, before any batch."""
+
+    def cleanup(self) -> None:
+        """Once per task, at shutdown."""
+
+    def start(self) -> Any:
+        """Per-batch state (None by default)."""
+        return None
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        """One tuple of the batch."""
+        self.emit(run, values)
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        """The batch is complete at this task."""
+
+    def emit(self, run: BatchRun, values: list[Any]) -> None:
+        """Send ``values`` to the children and output streams."""
+        states = run.states
+        for child, side in self.children:
+            child.process(run, states[child.index], values, side)
+        for stream in self.output_streams:
+            run.collector.emit([run.attempt, *values], stream)
+
+    def _projector(self, fields: Fields) -> list[int]:
+        return [self.input_fields.index(name) for name in fields]
+
+
+class EachProcessor(Processor):
+    """``each(inputs, function, outputs)``."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        self.inputs: Fields = node.params["inputs"]
+        self.positions = self._projector(self.inputs)
+        self.function = node.params["function"]
+        self.width = len(node.params["outputs"])
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.function.prepare(conf, context)
+
+    def cleanup(self) -> None:
+        self.function.cleanup()
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        out: list[list[Any]] = []
+        self.function.execute(
+            TridentTuple([values[p] for p in self.positions], self.inputs), TridentCollector(out)
+        )
+        for appended in out:
+            if len(appended) != self.width:
+                raise ValueError(
+                    f"Trident each ({type(self.function).__name__}) emitted {len(appended)} "
+                    f"value(s) for output fields {self.node.params['outputs'].to_list()}: "
+                    f"{appended!r}"
+                )
+            self.emit(run, values + appended)
+
+
+class FilterProcessor(Processor):
+    """``each(inputs, filter)``."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        self.inputs: Fields = node.params["inputs"]
+        self.positions = self._projector(self.inputs)
+        self.filter = node.params["filter"]
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.filter.prepare(conf, context)
+
+    def cleanup(self) -> None:
+        self.filter.cleanup()
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        if self.filter.is_keep(TridentTuple([values[p] for p in self.positions], self.inputs)):
+            self.emit(run, values)
+
+
+def _as_row(result: Any, width: int, where: str) -> list[Any]:
+    if isinstance(result, list | tuple) and len(result) == width:
+        return list(result)
+    if width == 1 and not isinstance(result, list | tuple):
+        return [result]
+    raise ValueError(f"Trident {where} returned {result!r} for {width} output field(s)")
+
+
+class MapProcessor(Processor):
+    """``map(fn, outputs)``: one output tuple per input."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        result = self.node.params["fn"](TridentTuple(values, self.input_fields))
+        self.emit(run, _as_row(result, len(self.node.output_fields), "map"))
+
+
+class FlatMapProcessor(Processor):
+    """``flat_map(fn, outputs)``: any number of output tuples per input."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        width = len(self.node.output_fields)
+        for result in self.node.params["fn"](TridentTuple(values, self.input_fields)) or ():
+            self.emit(run, _as_row(result, width, "flat_map"))
+
+
+class PeekProcessor(Processor):
+    """``peek(fn)``."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        self.node.params["fn"](TridentTuple(values, self.input_fields))
+        self.emit(run, values)
+
+
+class ProjectProcessor(Processor):
+    """``project(fields)``."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        self.positions = self._projector(node.output_fields)
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        self.emit(run, [values[p] for p in self.positions])
+
+
+class _Grouped(Processor):
+    """Shared by aggregations: the group key and the projected inputs of a tuple."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        group = node.params.get("group")
+        self.group: Fields = group if group is not None else Fields([])
+        self.grouped = group is not None and len(group) > 0
+        self.group_positions = self._projector(self.group)
+        inputs = node.params.get("inputs")
+        self.inputs: Fields = inputs if inputs is not None else Fields([])
+        self.input_positions = self._projector(self.inputs)
+        self.aggregator: Any = node.params.get("aggregator")
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        if self.aggregator is not None:
+            self.aggregator.prepare(conf, context)
+
+    def key(self, values: list[Any]) -> tuple[Any, ...]:
+        return tuple(values[p] for p in self.group_positions)
+
+    def projected(self, values: list[Any]) -> TridentTuple:
+        return TridentTuple([values[p] for p in self.input_positions], self.inputs)
+
+    def start(self) -> dict[tuple[Any, ...], Any]:
+        return {}
+
+    def emits_empty(self, run: BatchRun) -> bool:
+        """An ungrouped aggregate emits a result even for an empty batch, once: at the
+        task global grouping sends to (the lowest, index 0)."""
+        return not self.grouped and run.task_index == 0
+
+
+class CombinePartialProcessor(_Grouped):
+    """Map-side combine before a repartition: one partial per group and batch."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        key = self.key(values)
+        value = self.aggregator.init(self.projected(values))
+        if key in state:
+            state[key] = self.aggregator.combine(state[key], value)
+        else:
+            state[key] = value
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        for key, value in state.items():
+            self.emit(run, [*key, value])
+
+
+class CombineFinalProcessor(_Grouped):
+    """After the repartition: combine the partials of each group."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        key = tuple(values[:-1])
+        state[key] = self.aggregator.combine(state[key], values[-1]) if key in state else values[-1]
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        if not state and self.emits_empty(run):
+            state[()] = self.aggregator.zero()
+        for key, value in state.items():
+            self.emit(run, [*key, value])
+
+
+class PartitionAggregateProcessor(_Grouped):
+    """Aggregation of each group (or the whole partition) within one task's batch."""
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        key = self.key(values)
+        aggregator = self.aggregator
+        tup = self.projected(values)
+        if isinstance(aggregator, CombinerAggregator):
+            value = aggregator.init(tup)
+            state[key] = aggregator.combine(state[key], value) if key in state else value
+        elif isinstance(aggregator, Aggregator):
+            entry = state.get(key)
+            if entry is None:
+                out: list[list[Any]] = []
+                entry = state[key] = (aggregator.init(run.attempt, TridentCollector(out)), out)
+            aggregator.aggregate(entry[0], tup, TridentCollector(entry[1]))
+        else:
+            state[key] = aggregator.reduce(state[key] if key in state else aggregator.init(), tup)
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        aggregator = self.aggregator
+        if not state and self.emits_empty(run):
+            if isinstance(aggregator, CombinerAggregator):
+                state[()] = aggregator.zero()
+            elif isinstance(aggregator, Aggregator):
+                out: list[list[Any]] = []
+                state[()] = (aggregator.init(run.attempt, TridentCollector(out)), out)
+            else:
+                state[()] = aggregator.init()
+        for key, value in state.items():
+            if isinstance(aggregator, Aggregator):
+                aggregator_state, out = value
+                aggregator.complete(aggregator_state, TridentCollector(out))
+                for row in out:
+                    self.emit(run, [*key, *row])
+            else:
+                self.emit(run, [*key, value])
+
+
+class StateProcessor(Processor):
+    """Holds the task's state object, made by the factory in ``prepare``."""
+
+    def __init__(self, node: Node, input_fields: Fields, factory: Any) -> None:
+        super().__init__(node, input_fields)
+        self.factory = factory
+        self.state: Any = None
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        tasks = context.get_component_tasks(context.component_id)
+        self.state = self.factory.make_state(conf, context, context.task_index, len(tasks))
+
+
+class PersistProcessor(StateProcessor):
+    """``persistent_aggregate`` / ``partition_persist``: updates the state at commit
+    time (the segment is a committer), in transaction order, with the batch's txid."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields, node.params["factory"])
+        self.mode = node.params["mode"]
+        self.aggregator: Any = node.params.get("aggregator") or node.params.get("updater")
+        self.group: Fields = node.params["group"]
+        self.group_positions = self._projector(self.group)
+        inputs = node.params.get("inputs")
+        self.inputs: Fields = inputs if inputs is not None else Fields([])
+        self.input_positions = self._projector(self.inputs) if self.mode != "combiner" else []
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        super().prepare(conf, context)
+        self.aggregator.prepare(conf, context)
+
+    def start(self) -> dict[tuple[Any, ...], Any]:
+        return {}
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        if self.mode == "combiner":
+            key = tuple(values[:-1])
+            state[key] = (
+                self.aggregator.combine(state[key], values[-1]) if key in state else values[-1]
+            )
+            return
+        key = tuple(values[p] for p in self.group_positions) if self.mode == "reducer" else ()
+        state.setdefault(key, []).append(
+            TridentTuple([values[p] for p in self.input_positions], self.inputs)
+        )
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        txid = run.attempt.transaction_id
+        target = self.state
+        target.begin_commit(txid)
+        if self.mode == "updater":
+            out: list[list[Any]] = []
+            self.aggregator.update_state(target, state.get((), []), TridentCollector(out))
+            target.commit(txid)
+            for row in out:
+                self.emit(run, row)
+            return
+        keys = list(state)
+        aggregator = self.aggregator
+        if self.mode == "combiner":
+            updaters = [_combine_into(aggregator, state[key]) for key in keys]
+        else:
+            updaters = [_reduce_into(aggregator, state[key]) for key in keys]
+        new_values = target.multi_update(keys, updaters) if keys else []
+        target.commit(txid)
+        for key, value in zip(keys, new_values, strict=True):
+            self.emit(run, [*key, value])
+
+
+def _combine_into(aggregator: Any, partial: Any) -> Any:
+    def update(old: Any) -> Any:
+        return aggregator.combine(aggregator.zero() if old is None else old, partial)
+
+    return update
+
+
+def _reduce_into(aggregator: Any, tuples: list[TridentTuple]) -> Any:
+    def update(old: Any) -> Any:
+        value = aggregator.init() if old is None else old
+        for tup in tuples:
+            value = aggregator.reduce(value, tup)
+        return value
+
+    return update
+
+
+class StateQueryProcessor(StateProcessor):
+    """``state_query``: one batched lookup per partition and batch, at its end."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields, node.params["state"].factory)
+        self.query = node.params["query"]
+        self.inputs: Fields = node.params["inputs"]
+        self.positions = self._projector(self.inputs)
+        self.width = len(node.params["outputs"])
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        super().prepare(conf, context)
+        self.query.prepare(conf, context)
+
+    def start(self) -> list[list[Any]]:
+        return []
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        state.append(values)
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        if not state:
+            return
+        tuples = [
+            TridentTuple([values[p] for p in self.positions], self.inputs) for values in state
+        ]
+        results = self.query.batch_retrieve(self.state, tuples)
+        for values, tup, result in zip(state, tuples, results, strict=True):
+            out: list[list[Any]] = []
+            self.query.execute(tup, result, TridentCollector(out))
+            for appended in out:
+                self.emit(run, values + list(appended))
+
+
+class JoinProcessor(Processor):
+    """Inner join of two sides within the batch, on their key fields."""
+
+    def __init__(self, node: Node, parent_fields: list[Fields]) -> None:
+        super().__init__(node, parent_fields[0])
+        self.key_positions = [
+            [fields.index(name) for name in keys]
+            for fields, keys in zip(parent_fields, node.params["keys"], strict=True)
+        ]
+        self.rest_positions = [
+            [i for i in range(len(fields)) if i not in positions]
+            for fields, positions in zip(parent_fields, self.key_positions, strict=True)
+        ]
+
+    def start(
+        self,
+    ) -> tuple[dict[tuple[Any, ...], list[list[Any]]], dict[tuple[Any, ...], list[list[Any]]]]:
+        return ({}, {})
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        key = tuple(values[p] for p in self.key_positions[side])
+        state[side].setdefault(key, []).append([values[p] for p in self.rest_positions[side]])
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        left, right = state
+        for key, left_rows in left.items():
+            for left_rest in left_rows:
+                for right_rest in right.get(key, ()):
+                    self.emit(run, [*key, *left_rest, *right_rest])
+
+
+class DRPCReturnProcessor(Processor):
+    """The end of a DRPC stream: returns the batch's tuples as the request's result."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        self.resolver = node.params["resolver"]
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.resolver.prepare(conf, context)
+
+    def start(self) -> list[list[Any]]:
+        return []
+
+    def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        state.append(values)
+
+    def finish(self, run: BatchRun, state: Any) -> None:
+        self.resolver.return_result(run.attempt, json.dumps(state, default=str))
+
+
+PROCESSORS: dict[str, type[Processor]] = {
+    "each": EachProcessor,
+    "filter": FilterProcessor,
+    "map": MapProcessor,
+    "flat_map": FlatMapProcessor,
+    "peek": PeekProcessor,
+    "project": ProjectProcessor,
+    "partition": Processor,
+    "merge": Processor,
+    "combine_partial": CombinePartialProcessor,
+    "combine_final": CombineFinalProcessor,
+    "partition_aggregate": PartitionAggregateProcessor,
+    "persist": PersistProcessor,
+    "state_query": StateQueryProcessor,
+    "drpc_return": DRPCReturnProcessor,
+}
