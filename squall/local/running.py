@@ -197,7 +197,7 @@ class RunningTopology:
                 freq = runner.conf.get(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
                 if runner.is_spout or not freq:
                     continue
-                period = float(freq) * 1000.0
+                period = round(float(freq) * 1000.0, 3)  # whole microseconds: 2.007 s -> 2007 ms
                 if period not in schedules:
                     schedules[period] = TickSchedule(period, freq, [])
                 schedules[period].inboxes.append(runner.inbox)

@@ -21,7 +21,7 @@ from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.manager import WindowManager
-from squall.windowing.spec import LATE_TUPLE_FIELD
+from squall.windowing.spec import LATE_TUPLE_FIELD, check_max_spout_pending
 from squall.windowing.watermarks import WatermarkTracker
 from squall.windowing.window import TupleWindow
 
@@ -106,9 +106,13 @@ class WindowedBoltExecutor(Bolt):
             InvalidTopologyError: the window cannot work with this configuration.
         """
         acking = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS) != 0
+        where = f"windowed bolt {component_id!r}"
         if acking and conf.get(Config.TOPOLOGY_ENABLE_MESSAGE_TIMEOUTS, True):
             timeout = float(conf.get(Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS) or 30)
-            self.spec.check_message_timeout(f"windowed bolt {component_id!r}", timeout)
+            self.spec.check_message_timeout(where, timeout)
+        max_pending = conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
+        if acking and max_pending:
+            check_max_spout_pending(self.spec, where, int(max_pending))
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector

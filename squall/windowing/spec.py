@@ -171,6 +171,32 @@ class WindowSpec:
             )
 
 
+def check_max_spout_pending(spec: WindowSpec, where: str, max_pending: int) -> None:
+    """Storm's rule: a count window must fit in ``topology.max.spout.pending``.
+
+    Window tuples are acked only when they leave the window, so a spout that may have
+    at most ``max_pending`` tuples pending could never fill a window that needs more:
+    the window would wait until the tuples time out.
+
+    Raises:
+        InvalidTopologyError: explaining the fix.
+    """
+    counts = [s.value for s in (spec.length, spec.sliding) if isinstance(s, Count)]
+    if not counts or sum(counts) <= max_pending:
+        return
+    spans = " + ".join(
+        f"{label} {s.value}"
+        for label, s in (("length", spec.length), ("sliding interval", spec.sliding))
+        if isinstance(s, Count)
+    )
+    raise InvalidTopologyError(
+        f"{where}: the window's count ({spans} = {sum(counts)} tuples) is more than "
+        f"topology.max.spout.pending ({max_pending}). Window tuples are acked only when "
+        "they leave the window, so the spouts would stop before the window fills. Raise "
+        f"topology.max.spout.pending to at least {sum(counts)}, or use a smaller window."
+    )
+
+
 def _describe(span: Span) -> str:
     if isinstance(span, Count):
         return f"{span.value} tuple(s)"

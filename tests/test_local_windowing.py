@@ -1,0 +1,813 @@
+"""Windowed bolts end to end on LocalCluster with a manual clock: the eight window
+configurations, event time with watermarks (Storm's worked example included), late
+tuples, bad timestamps, and reliability (anchoring, acking on expiry, failures)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from squall import (
+    Bolt,
+    Config,
+    Count,
+    Duration,
+    InvalidTopologyError,
+    LocalCluster,
+    ManualClock,
+    TopologyBuilder,
+    TupleWindow,
+    WindowedBolt,
+)
+from squall.testing import CapturingBolt, FeederSpout, SharedRecord
+from tests.helpers import settle, wait_until
+
+T0 = 1_000_000  # the clock fixture's start
+NAME = "windows"
+
+
+def vs(tuples: Sequence[Any]) -> list[Any]:
+    return [t["v"] for t in tuples]
+
+
+class WindowLog(WindowedBolt):
+    """Records every window as ``(get, get_new, get_expired, start, end)`` (the ``v``
+    values) and emits the ``v`` values of the window; raises on a window holding
+    ``fail_on``."""
+
+    outputs = ["vs"]
+
+    def __init__(self, fail_on: Any = None) -> None:
+        self.record = SharedRecord()
+        self.fail_on = fail_on
+
+    def execute(self, window: TupleWindow) -> None:
+        values = vs(window.get())
+        self.record.append(
+            "windows",
+            (
+                values,
+                vs(window.get_new()),
+                vs(window.get_expired()),
+                window.start_timestamp,
+                window.end_timestamp,
+            ),
+        )
+        if self.fail_on is not None and self.fail_on in values:
+            raise RuntimeError(f"cannot handle a window with {self.fail_on!r}")
+        self.collector.emit([values])
+
+    def windows(self) -> list[Any]:
+        return self.record.get("windows")
+
+
+class FieldsRecorder(Bolt):
+    """Records ``(stream, fields, values)`` of every tuple; fails the first ``fail_first``."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.fail_first = fail_first
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.seen = 0
+
+    def execute(self, tup: Any) -> None:
+        self.record.append("tuples", (tup.source_stream, tup.fields.to_list(), list(tup.values)))
+        self.seen += 1
+        if self.seen <= self.fail_first:
+            self.collector.fail(tup)
+        else:
+            self.collector.ack(tup)
+
+    def tuples(self) -> list[Any]:
+        return self.record.get("tuples")
+
+
+class Run:
+    """A submitted topology around one windowed bolt ``win``, fed by spouts, with its
+    default stream captured by ``out``; steps wait until the bolt executed them."""
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        clock: ManualClock,
+        bolt: WindowedBolt,
+        spouts: dict[str, Sequence[str]] | None = None,
+        conf: dict[str, Any] | None = None,
+        out_fail_first: int = 0,
+        extra: Any = None,
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.bolt = bolt
+        self.spouts = {sid: FeederSpout(list(f)) for sid, f in (spouts or {"src": ["v"]}).items()}
+        self.out = CapturingBolt(fail_first=out_fail_first)
+        builder = TopologyBuilder()
+        for sid, spout in self.spouts.items():
+            builder.set_spout(sid, spout)
+        declarer = builder.set_bolt("win", bolt)
+        for sid in self.spouts:
+            declarer.shuffle_grouping(sid)
+        builder.set_bolt("out", self.out).shuffle_grouping("win")
+        if extra is not None:
+            extra(builder)
+        cluster.submit_topology(NAME, conf or {}, builder.create_topology())
+        settle(cluster, NAME)  # the workers run: the clock may move from here on
+
+    @property
+    def spout(self) -> FeederSpout:
+        return self.spouts["src"]
+
+    def info(self) -> Any:
+        return self.cluster.get_topology_info(NAME).components["win"]
+
+    def executed(self) -> int:
+        return self.info().executed
+
+    def feed(self, *values: Any, spout: str = "src") -> None:
+        """Feed one tuple (msg id: its last value) and wait until ``win`` executed it."""
+        before = self.executed()
+        self.spouts[spout].feed(list(values), msg_id=values[-1])
+        wait_until(lambda: self.executed() == before + 1)
+
+    def advance(self, ms: int, ticks: int = 1) -> None:
+        """Move the clock; wait until ``win`` executed the ``ticks`` tick tuples due."""
+        before = self.executed()
+        self.clock.advance(ms)
+        if ticks:
+            wait_until(lambda: self.executed() == before + ticks)
+        else:
+            settle(self.cluster, NAME)
+            assert self.executed() == before
+
+    def drain(self) -> None:
+        """Wait until nothing is queued anywhere (acks delivered to the spouts)."""
+        assert self.cluster.get_running(NAME).wait_idle(5.0, pending_too=False)
+
+    def windows(self) -> list[Any]:
+        return self.bolt.windows()  # type: ignore[attr-defined]
+
+    def acked(self, spout: str = "src") -> list[Any]:
+        self.drain()
+        return sorted(self.spouts[spout].acked)
+
+    def failed(self, spout: str = "src") -> list[Any]:
+        self.drain()
+        return sorted(self.spouts[spout].failed)
+
+
+# --- processing time: the eight configurations -------------------------------------------
+
+
+def test_count_length_count_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Count(3), Count(2)))
+    fired = []
+    for v in "abcdef":
+        run.feed(v)
+        fired.append(len(run.windows()))
+    assert fired == [0, 1, 1, 2, 2, 3]
+    assert run.windows() == [
+        (["a", "b"], ["a", "b"], [], None, None),
+        (["b", "c", "d"], ["c", "d"], ["a"], None, None),
+        (["d", "e", "f"], ["e", "f"], ["b", "c"], None, None),
+    ]
+    assert run.acked() == ["a", "b", "c"]
+    assert run.failed() == []
+    assert run.out.values() == [[["a", "b"]], [["b", "c", "d"]], [["d", "e", "f"]]]
+    custom = run.info().custom
+    assert custom["windows_fired"] == 3
+    assert custom["window_tuples_held"] == 3
+    assert custom["late_tuples"] == 0
+
+
+def test_count_length_slides_every_tuple(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Count(2)))
+    for v in "abc":
+        run.feed(v)
+    assert run.windows() == [
+        (["a"], ["a"], [], None, None),
+        (["a", "b"], ["b"], [], None, None),
+        (["b", "c"], ["c"], ["a"], None, None),
+    ]
+    assert run.acked() == ["a"]
+
+
+def test_count_length_duration_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Count(2), Duration(100)))
+    run.advance(10, ticks=0)
+    for v in "abc":
+        run.feed(v)
+    assert run.windows() == []
+    run.advance(90)  # tick at T0 + 100
+    assert run.windows() == [(["b", "c"], ["b", "c"], ["a"], None, None)]
+    assert run.acked() == ["a"]
+    run.advance(100)
+    assert run.windows()[1:] == [(["b", "c"], [], [], None, None)]
+    assert run.acked() == ["a"]
+
+
+def test_duration_length_duration_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(200), Duration(100)))
+    run.advance(10, ticks=0)
+    run.feed("a")  # at T0 + 10
+    run.advance(90)
+    assert run.windows() == [(["a"], ["a"], [], T0 - 100, T0 + 100)]
+    run.advance(50, ticks=0)
+    run.feed("b")  # at T0 + 150
+    run.advance(50)
+    assert run.windows()[1:] == [(["a", "b"], ["b"], [], T0, T0 + 200)]
+    assert run.acked() == []
+    run.advance(100)  # (T0 + 100, T0 + 300]: a leaves its last window
+    assert run.windows()[2:] == [(["b"], [], ["a"], T0 + 100, T0 + 300)]
+    assert run.acked() == ["a"]
+    run.advance(100)  # (T0 + 200, T0 + 400]: empty, no window; b leaves
+    assert len(run.windows()) == 3
+    assert run.acked() == ["a", "b"]
+    assert run.info().custom["window_tuples_held"] == 0
+
+
+def test_duration_length_slides_every_tuple(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(200)))
+    run.advance(10, ticks=0)
+    run.feed("a")
+    run.advance(150, ticks=0)
+    run.feed("b")
+    run.advance(100, ticks=0)
+    run.feed("c")
+    assert run.windows() == [
+        (["a"], ["a"], [], T0 - 190, T0 + 10),
+        (["a", "b"], ["b"], [], T0 - 40, T0 + 160),
+        (["b", "c"], ["c"], ["a"], T0 + 60, T0 + 260),
+    ]
+    assert run.acked() == ["a"]
+
+
+def test_duration_length_count_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(200), Count(2)))
+    run.advance(10, ticks=0)
+    run.feed("a")
+    run.advance(10, ticks=0)
+    run.feed("b")
+    run.advance(280, ticks=0)
+    run.feed("c")
+    run.advance(10, ticks=0)
+    assert run.acked() == []
+    run.feed("d")
+    assert run.windows() == [
+        (["a", "b"], ["a", "b"], [], T0 - 180, T0 + 20),
+        (["c", "d"], ["c", "d"], ["a", "b"], T0 + 110, T0 + 310),
+    ]
+    assert run.acked() == ["a", "b"]
+
+
+def test_tumbling_count(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Count(2)))
+    run.feed("a")
+    run.feed("b")
+    assert run.windows() == [(["a", "b"], ["a", "b"], [], None, None)]
+    assert run.acked() == []
+    run.feed("c")
+    assert run.acked() == []
+    run.feed("d")
+    assert run.windows()[1:] == [(["c", "d"], ["c", "d"], ["a", "b"], None, None)]
+    assert run.acked() == ["a", "b"]
+    assert run.out.values() == [[["a", "b"]], [["c", "d"]]]
+
+
+def test_tumbling_duration(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Duration(100)))
+    run.advance(10, ticks=0)
+    run.feed("a")
+    run.advance(40, ticks=0)
+    run.feed("b")
+    run.advance(50)
+    assert run.windows() == [(["a", "b"], ["a", "b"], [], T0, T0 + 100)]
+    assert run.acked() == []
+    run.advance(20, ticks=0)
+    run.feed("c")
+    run.advance(80)
+    assert run.windows()[1:] == [(["c"], ["c"], ["a", "b"], T0 + 100, T0 + 200)]
+    assert run.acked() == ["a", "b"]
+    run.advance(100)  # empty: no window, c leaves
+    assert len(run.windows()) == 2
+    assert run.acked() == ["a", "b", "c"]
+    assert run.info().custom["windows_fired"] == 2
+
+
+def test_ticks_follow_the_sliding_interval_only_when_it_is_a_duration(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(500), Count(2)))
+    run.advance(10_000, ticks=0)  # no tick tuples for a count sliding interval
+    run.feed("a")
+    assert run.executed() == 1
+
+
+# --- processing time: acking on expiry ---------------------------------------------------
+
+
+def test_a_tuple_is_acked_exactly_when_it_leaves_its_last_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(300), Duration(100)))
+    run.advance(10, ticks=0)
+    run.feed("x")  # at T0 + 10: in the windows ending T0 + 100, + 200, + 300
+    now = 10
+    for end in (100, 200, 300):
+        run.advance(end - now)
+        now = end
+        assert run.windows()[-1] == (
+            ["x"],
+            ["x"] if end == 100 else [],
+            [],
+            T0 + end - 300,
+            T0 + end,
+        )
+        assert run.acked() == []
+    run.advance(100)  # (T0 + 100, T0 + 400]
+    assert run.acked() == ["x"]
+    assert len(run.windows()) == 3
+
+
+def test_emits_are_anchored_to_every_tuple_of_the_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Count(3)), out_fail_first=1)
+    for v in "abc":
+        run.feed(v)
+    wait_until(lambda: len(run.spout.failed) == 3)  # out failed the window's emit
+    assert run.failed() == ["a", "b", "c"]
+    assert run.acked() == []
+    for v in "def":
+        run.feed(v)  # a, b, c expire: their trees already failed
+    assert run.out.values() == [[["a", "b", "c"]], [["d", "e", "f"]]]
+    assert run.acked() == []  # d, e, f are still in the window
+    for v in "ghi":
+        run.feed(v)
+    assert run.acked() == ["d", "e", "f"]
+    assert run.failed() == ["a", "b", "c"]
+
+
+def test_an_exception_in_execute_is_reported_and_fails_the_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog(fail_on="boom").with_tumbling_window(Count(2)))
+    run.feed("a")
+    run.feed("boom")
+    assert run.failed() == ["a", "boom"]
+    info = run.info()
+    assert len(info.errors) == 1
+    assert "RuntimeError" in info.errors[0].error
+    assert "cannot handle a window with 'boom'" in info.errors[0].error
+    run.feed("c")
+    run.feed("d")  # a and boom expire: failed, so not acked
+    assert run.acked() == []
+    run.feed("e")
+    run.feed("f")
+    assert run.acked() == ["c", "d"]
+    assert run.failed() == ["a", "boom"]
+    assert run.out.values() == [[["c", "d"]], [["e", "f"]]]
+
+
+# --- submit-time checks ------------------------------------------------------------------
+
+
+def windowed_topology(bolt: WindowedBolt) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("src", FeederSpout(["v"]))
+    builder.set_bolt("slow-window", bolt).shuffle_grouping("src")
+    return builder.create_topology()
+
+
+@pytest.mark.parametrize(
+    "bolt",
+    [
+        WindowLog().with_window(Duration.seconds(20), Duration.seconds(15)),
+        WindowLog().with_window(Duration.seconds(31), Count(1)),
+        WindowLog().with_tumbling_window(Duration.seconds(16)),
+    ],
+)
+def test_window_span_beyond_the_message_timeout_is_rejected_at_submit(
+    cluster: LocalCluster, bolt: WindowedBolt
+) -> None:
+    topology = windowed_topology(bolt)
+    with pytest.raises(InvalidTopologyError) as info:
+        cluster.submit_topology(NAME, {}, topology)
+    message = str(info.value)
+    assert "'slow-window'" in message
+    assert "topology.message.timeout.secs" in message
+    assert NAME not in cluster.topology_names()
+
+
+def test_window_span_within_the_message_timeout_is_accepted(cluster: LocalCluster) -> None:
+    bolt = WindowLog().with_window(Duration.seconds(20), Duration.seconds(15))
+    cluster.submit_topology(
+        NAME, {Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 40}, windowed_topology(bolt)
+    )
+    assert cluster.topology_names() == [NAME]
+
+
+def test_window_span_is_not_checked_with_acking_off(cluster: LocalCluster) -> None:
+    bolt = WindowLog().with_window(Duration.seconds(20), Duration.seconds(15))
+    cluster.submit_topology(NAME, {Config.TOPOLOGY_ACKER_EXECUTORS: 0}, windowed_topology(bolt))
+    assert cluster.topology_names() == [NAME]
+
+
+# --- event time --------------------------------------------------------------------------
+
+
+def hms(hours: int, minutes: int, seconds: int) -> int:
+    return ((hours * 60 + minutes) * 60 + seconds) * 1000
+
+
+def event_bolt(length: Any, sliding: Any, lag: int = 0, **kwargs: Any) -> WindowLog:
+    bolt = (
+        WindowLog(**kwargs)
+        .with_window(length, sliding)
+        .with_timestamp_field("ts")
+        .with_watermark_interval(Duration.seconds(1))
+    )
+    return bolt.with_lag(Duration(lag)) if lag else bolt
+
+
+EVENT = {"src": ["ts", "v"]}
+
+
+def test_storm_worked_example(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    bolt = event_bolt(Duration.seconds(20), Duration.seconds(10), lag=5_000)
+    run = Run(manual_cluster, clock, bolt, spouts=EVENT)
+    for i, ts in enumerate(
+        (hms(6, 0, 3), hms(6, 0, 5), hms(6, 0, 7), hms(6, 0, 18), hms(6, 0, 26), hms(6, 0, 36)),
+        start=1,
+    ):
+        run.feed(ts, f"e{i}")
+    assert run.windows() == []
+    run.advance(1000)  # watermark 6:00:31
+    assert run.windows() == [
+        (["e1", "e2", "e3"], ["e1", "e2", "e3"], [], hms(5, 59, 50), hms(6, 0, 10)),
+        (["e1", "e2", "e3", "e4"], ["e4"], [], hms(6, 0, 0), hms(6, 0, 20)),
+        (["e4", "e5"], ["e5"], ["e1", "e2", "e3"], hms(6, 0, 10), hms(6, 0, 30)),
+    ]
+    assert run.acked() == ["e1", "e2", "e3"]
+    for i, ts in enumerate((hms(8, 0, 25), hms(8, 0, 26), hms(8, 0, 27), hms(8, 0, 39)), start=7):
+        run.feed(ts, f"e{i}")
+    run.advance(1000)  # watermark 8:00:34
+    assert run.windows()[3:] == [
+        (["e5", "e6"], ["e6"], ["e4"], hms(6, 0, 20), hms(6, 0, 40)),
+        (["e6"], [], ["e5"], hms(6, 0, 30), hms(6, 0, 50)),
+        (["e7", "e8", "e9"], ["e7", "e8", "e9"], [], hms(8, 0, 10), hms(8, 0, 30)),
+    ]
+    assert run.acked() == ["e1", "e2", "e3", "e4", "e5", "e6"]
+    assert run.out.values() == [[w[0]] for w in run.windows()]
+    custom = run.info().custom
+    assert custom["windows_fired"] == 6
+    assert custom["window_tuples_held"] == 4
+    assert custom["late_tuples"] == 0
+    run.advance(1000)  # no new tuple: the watermark stays
+    assert len(run.windows()) == 6
+
+
+def test_event_time_tuple_exactly_at_a_window_end_belongs_to_it(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(10_000)), spouts=EVENT)
+    for ts, v in ((10_000, "at-10s"), (20_000, "at-20s"), (20_001, "after-20s"), (30_500, "z")):
+        run.feed(ts, v)
+    run.advance(1000)
+    assert run.windows() == [
+        (["at-10s"], ["at-10s"], [], 0, 10_000),
+        (["at-20s"], ["at-20s"], ["at-10s"], 10_000, 20_000),
+        (["after-20s"], ["after-20s"], ["at-20s"], 20_000, 30_000),
+    ]
+
+
+def test_event_time_gaps_produce_no_windows(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(5_000)), spouts=EVENT)
+    for ts, v in ((3_000, "a"), (501_000, "b"), (520_000, "c")):
+        run.feed(ts, v)
+    run.advance(1000)  # watermark 520 s
+    assert [(w[0], w[3], w[4]) for w in run.windows()] == [
+        (["a"], -5_000, 5_000),
+        (["a"], 0, 10_000),
+        (["b"], 495_000, 505_000),
+        (["b"], 500_000, 510_000),
+        (["c"], 510_000, 520_000),
+    ]
+
+
+def two_stream_run(cluster: LocalCluster, clock: ManualClock) -> Run:
+    return Run(
+        cluster,
+        clock,
+        event_bolt(Duration(10_000), Duration(10_000)),
+        spouts={"a": ["ts", "v"], "b": ["ts", "v"]},
+    )
+
+
+def test_event_time_watermark_follows_the_slowest_stream(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = two_stream_run(manual_cluster, clock)
+    for ts in (5_000, 15_000, 25_000, 35_000):
+        run.feed(ts, f"a{ts // 1000}", spout="a")
+    run.feed(12_000, "b12", spout="b")
+    run.advance(1000)  # min(35 s, 12 s)
+    assert [w[0] for w in run.windows()] == [["a5"]]
+    run.feed(28_000, "b28", spout="b")
+    run.advance(1000)  # min(35 s, 28 s)
+    assert [w[0] for w in run.windows()] == [["a5"], ["b12", "a15"]]
+    run.feed(50_000, "b50", spout="b")
+    run.advance(1000)  # min(35 s, 50 s)
+    assert [w[0] for w in run.windows()] == [["a5"], ["b12", "a15"], ["a25", "b28"]]
+    assert run.acked("a") == ["a15", "a5"]
+    assert run.acked("b") == ["b12"]
+
+
+def test_event_time_an_idle_stream_holds_the_watermark_back(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = two_stream_run(manual_cluster, clock)
+    for ts in (5_000, 15_000, 25_000):
+        run.feed(ts, f"a{ts // 1000}", spout="a")
+    run.advance(1000)  # b has delivered nothing: no watermark
+    assert run.windows() == []
+    run.feed(11_000, "b11", spout="b")
+    run.advance(1000)
+    assert [w[0] for w in run.windows()] == [["a5"]]
+    run.feed(95_000, "a95", spout="a")
+    run.advance(1000)  # b idle since 11 s: still held back
+    run.advance(1000)
+    assert [w[0] for w in run.windows()] == [["a5"]]
+    assert run.acked("a") == []
+    run.feed(40_000, "b40", spout="b")
+    run.advance(1000)  # watermark 40 s
+    assert [w[0] for w in run.windows()] == [["a5"], ["b11", "a15"], ["a25"], ["b40"]]
+    assert run.acked("a") == ["a15", "a25", "a5"]
+    assert run.acked("b") == ["b11"]
+
+
+def test_event_time_lag_admits_out_of_order_tuples(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(
+        manual_cluster,
+        clock,
+        event_bolt(Duration(10_000), Duration(10_000), lag=3_000),
+        spouts=EVENT,
+    )
+    run.feed(9_000, "x")
+    run.feed(12_000, "y")
+    run.advance(1000)  # watermark 9 s: the window ending at 10 s waits
+    assert run.windows() == []
+    run.feed(9_500, "out-of-order")
+    run.feed(13_000, "z")
+    run.advance(1000)  # watermark 10 s
+    assert run.windows() == [(["x", "out-of-order"], ["x", "out-of-order"], [], 0, 10_000)]
+    assert run.info().custom["late_tuples"] == 0
+
+
+def test_late_tuples_are_dropped_acked_and_counted(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(10_000)), spouts=EVENT)
+    run.feed(5_000, "a")
+    run.feed(15_000, "b")
+    run.advance(1000)  # watermark 15 s
+    assert [w[0] for w in run.windows()] == [["a"]]
+    run.feed(14_999, "late")
+    assert run.acked() == ["late"]
+    assert run.info().custom["late_tuples"] == 1
+    run.feed(15_000, "on-time")  # exactly the watermark: not late
+    run.feed(16_000, "c")
+    run.feed(25_000, "d")
+    run.advance(1000)  # watermark 25 s
+    assert [w[0] for w in run.windows()] == [["a"], ["b", "on-time", "c"]]
+    assert run.info().custom["late_tuples"] == 1
+    assert run.acked() == ["a", "late"]
+    assert run.failed() == []
+
+
+def test_late_tuples_go_to_the_late_tuple_stream(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    late_sink = FieldsRecorder(fail_first=1)
+    run = Run(
+        manual_cluster,
+        clock,
+        event_bolt(Duration(10_000), Duration(10_000)).with_late_tuple_stream("late"),
+        spouts=EVENT,
+        extra=lambda b: b.set_bolt("late-sink", late_sink).shuffle_grouping("win", "late"),
+    )
+    run.feed(5_000, "a")
+    run.feed(15_000, "b")
+    run.advance(1000)  # watermark 15 s
+    run.feed(9_000, "late-1")
+    run.feed(14_000, "late-2")
+    wait_until(lambda: len(late_sink.tuples()) == 2)
+    assert late_sink.tuples() == [
+        ("late", ["late_tuple"], [[9_000, "late-1"]]),
+        ("late", ["late_tuple"], [[14_000, "late-2"]]),
+    ]
+    # the late-stream emit is anchored to the late tuple: the sink failed the first
+    assert run.failed() == ["late-1"]
+    assert run.acked() == ["late-2"]
+    assert run.info().custom["late_tuples"] == 2
+    assert [w[0] for w in run.windows()] == [["a"]]
+    assert run.out.values() == [[["a"]]]  # nothing late on the default stream
+
+
+def test_missing_timestamp_field_fails_the_tuple_with_a_clear_error(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(
+        manual_cluster,
+        clock,
+        event_bolt(Duration(10_000), Duration(10_000)),
+        spouts={"events": ["ts", "v"], "other": ["v"]},
+    )
+    run.feed("x", spout="other")
+    assert run.failed("other") == ["x"]
+    errors = run.info().errors
+    assert len(errors) == 1
+    assert "'ts'" in errors[0].error
+    assert "'other'" in errors[0].error
+    assert "ValueError" in errors[0].error
+    run.feed(5_000, "a", spout="events")  # the bolt keeps processing
+    assert run.info().custom["window_tuples_held"] == 1
+    run.feed("y", spout="other")
+    assert run.failed("other") == ["x", "y"]
+    assert run.info().errors_total == 2
+    assert run.acked("events") == []
+    assert run.failed("events") == []
+
+
+def test_non_integer_timestamps_fail_the_tuple_and_processing_goes_on(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(10_000)), spouts=EVENT)
+    run.feed(1.5, "float")
+    run.feed("5000", "str")
+    run.feed(True, "bool")
+    assert run.failed() == ["bool", "float", "str"]
+    errors = [e.error for e in run.info().errors]
+    assert len(errors) == 3
+    for error, kind in zip(errors, ("float", "str", "bool"), strict=True):
+        assert "'ts'" in error
+        assert f"({kind})" in error
+    run.feed(5_000, "a")
+    run.feed(15_000, "b")
+    run.advance(1000)
+    assert run.windows() == [(["a"], ["a"], [], 0, 10_000)]
+    assert run.failed() == ["bool", "float", "str"]
+
+
+def ts_from_when(tup: Any) -> Any:
+    return tup["when"]
+
+
+def test_timestamp_extractor(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    bolt = (
+        WindowLog()
+        .with_tumbling_window(Duration(10_000))
+        .with_timestamp_extractor(ts_from_when)
+        .with_watermark_interval(500)
+    )
+    run = Run(manual_cluster, clock, bolt, spouts={"src": ["when", "v"]})
+    run.feed(8_000, "a")
+    run.feed(2_000.0, "bad")
+    run.feed(12_000, "b")
+    assert run.failed() == ["bad"]
+    assert "extractor" in run.info().errors[0].error
+    run.advance(500)
+    assert run.windows() == [(["a"], ["a"], [], 0, 10_000)]
+
+
+def test_event_time_execute_exception_fails_the_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(
+        manual_cluster,
+        clock,
+        event_bolt(Duration(10_000), Duration(10_000), fail_on="boom"),
+        spouts=EVENT,
+    )
+    for ts, v in ((1_000, "a"), (2_000, "boom"), (12_000, "c"), (25_000, "d")):
+        run.feed(ts, v)
+    run.advance(1000)  # watermark 25 s: windows ending 10 s (raises) and 20 s
+    assert [w[0] for w in run.windows()] == [["a", "boom"], ["c"]]
+    assert run.failed() == ["a", "boom"]
+    assert run.acked() == []
+    assert len(run.info().errors) == 1
+    assert run.out.values() == [[["c"]]]
+
+
+# --- the collector inside execute ----------------------------------------------------------
+
+
+class Judge(WindowedBolt):
+    """Fails window tuples whose value starts with "bad" and "acks" the others (a no-op:
+    window tuples are acked when they leave the window); emits unanchored on request."""
+
+    outputs = ["v"]
+
+    def execute(self, window: TupleWindow) -> None:
+        for tup in window.get_new():
+            if tup["v"].startswith("bad"):
+                self.collector.fail(tup)
+                self.collector.fail(tup)  # twice: failed once
+            else:
+                self.collector.ack(tup)
+            if tup["v"].startswith("free"):
+                self.collector.emit([tup["v"]], anchors=[])
+
+
+def test_collector_fail_fails_at_once_and_ack_waits_for_expiry(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, Judge().with_tumbling_window(Count(2)), out_fail_first=1)
+    run.feed("bad-1")
+    run.feed("ok-1")
+    assert run.failed() == ["bad-1"]
+    assert run.acked() == []  # ack() inside execute does not ack early
+    run.feed("free-1")  # its emit is not anchored: out failing it fails nothing
+    run.feed("ok-2")  # bad-1 and ok-1 expire: only ok-1 is acked
+    assert run.out.values() == [["free-1"]]
+    assert run.acked() == ["ok-1"]
+    assert run.failed() == ["bad-1"]
+    run.feed("ok-3")
+    run.feed("ok-4")
+    assert run.acked() == ["free-1", "ok-1", "ok-2"]
+    assert run.failed() == ["bad-1"]
+
+
+# --- configuration and parallelism -------------------------------------------------------
+
+
+def test_the_window_tick_interval_overrides_the_topology_tick_frequency(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(
+        manual_cluster,
+        clock,
+        WindowLog().with_tumbling_window(Duration(100)),
+        conf={Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: 5},
+    )
+    run.advance(10, ticks=0)
+    run.feed("a")
+    run.advance(90)
+    assert run.windows() == [(["a"], ["a"], [], T0, T0 + 100)]
+
+
+def test_each_task_keeps_its_own_windows(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    spout = FeederSpout(["v"])
+    bolt = WindowLog().with_tumbling_window(Count(2))
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    builder.set_bolt("win", bolt, 2).all_grouping("src")
+    manual_cluster.submit_topology(NAME, {}, builder.create_topology())
+    settle(manual_cluster, NAME)
+    for v in "ab":
+        spout.feed([v], msg_id=v)
+    wait_until(lambda: len(bolt.windows()) == 2)
+    assert bolt.windows() == [(["a", "b"], ["a", "b"], [], None, None)] * 2
+    spout.feed(["c"], msg_id="c")
+    spout.feed(["d"], msg_id="d")
+    # a and b are acked once both tasks let them go
+    wait_until(lambda: len(spout.acked) == 2)
+    assert sorted(spout.acked) == ["a", "b"]
+    custom = manual_cluster.get_topology_info(NAME).components["win"].custom
+    assert custom["windows_fired"] == 4
+    assert custom["window_tuples_held"] == 4
+
+
+@pytest.mark.parametrize(
+    ("bolt", "max_pending"),
+    [
+        (WindowLog().with_tumbling_window(Count(10)), 19),
+        (WindowLog().with_window(Count(10), Count(5)), 14),
+        (WindowLog().with_window(Count(10), Duration(100)), 9),
+        (WindowLog().with_window(Duration(100), Count(10)), 9),
+    ],
+)
+def test_window_count_beyond_max_spout_pending_is_rejected_at_submit(
+    cluster: LocalCluster, bolt: WindowedBolt, max_pending: int
+) -> None:
+    """Storm's rule: a count window that needs more tuples than the spouts may have
+    pending would wait forever (the tuples are acked only when they leave it)."""
+    topology = windowed_topology(bolt)
+    with pytest.raises(InvalidTopologyError, match=r"topology\.max\.spout\.pending"):
+        cluster.submit_topology(NAME, {Config.TOPOLOGY_MAX_SPOUT_PENDING: max_pending}, topology)
+    assert NAME not in cluster.topology_names()
+
+
+def test_window_count_within_max_spout_pending_is_accepted(cluster: LocalCluster) -> None:
+    topology = windowed_topology(WindowLog().with_tumbling_window(Count(10)))
+    cluster.submit_topology(NAME, {Config.TOPOLOGY_MAX_SPOUT_PENDING: 20}, topology)
+    assert cluster.topology_names() == [NAME]
