@@ -13,6 +13,7 @@ from rich.console import Console
 
 import squall
 from squall.cli.display import summary_view, topology_table
+from squall.cli.drpc import drpc
 from squall.cli.loader import (
     LoadedTopology,
     TopologyLoadError,
@@ -85,6 +86,9 @@ def main() -> None:
       squall run app.py:build_topology --conf topology.workers=2 --no-live
       squall info examples/multi_stream.py
     """
+
+
+main.add_command(drpc)
 
 
 @main.command()

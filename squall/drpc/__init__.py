@@ -1,0 +1,43 @@
+"""DRPC: distributed RPC computed by topologies (Storm's DRPC).
+
+A client calls a function by name with a string argument and blocks; a topology whose
+DRPC spout serves that function computes the answer and returns it as the JSON text of
+its result tuples. :class:`LocalDRPC` does this within one process;
+:class:`DRPCServer` with :class:`DRPCClient` and :class:`DRPCInvocationsClient` across
+processes over HTTP.
+"""
+
+from squall.drpc.broker import DEFAULT_TIMEOUT_SECS, DRPCBroker
+from squall.drpc.client import (
+    DRPC_PORT,
+    DRPC_SERVERS,
+    DRPCClient,
+    DRPCInvocationsClient,
+    invocations_clients_from_conf,
+)
+from squall.drpc.errors import DRPCError, DRPCErrorReason, DRPCExecutionError
+from squall.drpc.local import LocalDRPC
+from squall.drpc.request import DRPCInvocations, DRPCRequest
+from squall.drpc.returns import invocations_for, return_failure, return_result
+from squall.drpc.server import DEFAULT_PORT, DRPCServer
+
+__all__ = [
+    "DEFAULT_PORT",
+    "DEFAULT_TIMEOUT_SECS",
+    "DRPC_PORT",
+    "DRPC_SERVERS",
+    "DRPCBroker",
+    "DRPCClient",
+    "DRPCError",
+    "DRPCErrorReason",
+    "DRPCExecutionError",
+    "DRPCInvocations",
+    "DRPCInvocationsClient",
+    "DRPCRequest",
+    "DRPCServer",
+    "LocalDRPC",
+    "invocations_clients_from_conf",
+    "invocations_for",
+    "return_failure",
+    "return_result",
+]
