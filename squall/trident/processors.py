@@ -8,6 +8,7 @@ processor's children in the segment and to its output streams (other segments).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -361,7 +362,13 @@ class StateQueryProcessor(StateProcessor):
     """``state_query``: one batched lookup per partition and batch, at its end."""
 
     def __init__(self, node: Node, input_fields: Fields) -> None:
-        super().__init__(node, input_fields, node.params["state"].factory)
+        state = node.params["state"]
+        factory = state.factory
+        if state.node is not None and getattr(factory, "cache_size", 0):
+            # The state is written by this topology's persist tasks: read it uncached,
+            # or a query task's cache would serve values older than the last commit.
+            factory = dataclasses.replace(factory, cache_size=0)
+        super().__init__(node, input_fields, factory)
         self.query = node.params["query"]
         self.inputs: Fields = node.params["inputs"]
         self.positions = self._projector(self.inputs)

@@ -1,0 +1,209 @@
+"""RedisMapState against a real ``redis-server`` started on a free loopback port for this
+module (the tests needing it are skipped, saying why, only when the binary is absent),
+plus the errors for a server that cannot be reached."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from itertools import count
+from typing import Any
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from squall.trident.state import (
+    CachedMap,
+    OpaqueValue,
+    RedisMapState,
+    RedisMapStateFactory,
+    StateConnectionError,
+    StateType,
+    TransactionalValue,
+)
+from tests.test_trident_state import (
+    ALL_TYPES,
+    apply_batch,
+    check_json_round_trip,
+    check_not_json,
+    check_replay,
+    check_sequence,
+    make_state,
+    values_of,
+)
+
+_prefixes = count()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (it was free a moment ago)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_redis_server() -> tuple[subprocess.Popen[bytes], str]:
+    """A throwaway redis-server (no persistence) and its URL, once it answers PING."""
+    for _ in range(3):  # another program may take the port between probe and bind
+        port = free_port()
+        command = f"redis-server --port {port} --bind 127.0.0.1 --appendonly no --save"
+        process = subprocess.Popen(
+            [*command.split(), ""],  # --save "": no snapshots
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(
+            url, socket_connect_timeout=0.2, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
+        )
+        deadline = time.monotonic() + 10.0
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                client.ping()
+                client.close()
+                return process, url
+            except redis.ConnectionError:
+                time.sleep(0.02)
+        client.close()
+        process.kill()
+        process.wait()
+    raise RuntimeError("redis-server did not start")
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    process, url = start_redis_server()
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def factory_for(url: str, state_type: StateType, **options: Any) -> RedisMapStateFactory:
+    """A factory with a key prefix of its own, so tests share the server safely."""
+    return RedisMapState.factory(url, state_type, key_prefix=f"test{next(_prefixes)}:", **options)
+
+
+@pytest.mark.parametrize("state_type", ALL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("cache_size", [0, 1000])
+def test_sequence_of_commits_gives_exact_values(
+    redis_url: str, state_type: StateType, cache_size: int
+) -> None:
+    check_sequence(factory_for(redis_url, state_type, cache_size=cache_size))
+
+
+@pytest.mark.parametrize("state_type", ALL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("cache_size", [0, 1000])
+def test_replay_semantics(redis_url: str, state_type: StateType, cache_size: int) -> None:
+    """Transactional: no double count; opaque: recomputed from prev with the replay's
+    different updates; non-transactional: over-counts."""
+    check_replay(factory_for(redis_url, state_type, cache_size=cache_size), state_type)
+
+
+@pytest.mark.parametrize("state_type", ALL_TYPES, ids=lambda t: t.name)
+def test_json_round_trip_and_atomic_writes(redis_url: str, state_type: StateType) -> None:
+    check_json_round_trip(factory_for(redis_url, state_type))
+    check_not_json(factory_for(redis_url, state_type))
+
+
+@pytest.mark.parametrize(
+    ("state_type", "text", "stored"),
+    [
+        (StateType.NON_TRANSACTIONAL, b"5", 5),
+        (StateType.TRANSACTIONAL, b"[2,5]", TransactionalValue(2, 5)),
+        (StateType.OPAQUE, b"[2,5,2]", OpaqueValue(2, 5, 2)),
+    ],
+    ids=["NON_TRANSACTIONAL", "TRANSACTIONAL", "OPAQUE"],
+)
+def test_stores_storm_json_formats(
+    redis_url: str, state_type: StateType, text: bytes, stored: Any
+) -> None:
+    factory = factory_for(redis_url, state_type)
+    apply_batch(make_state(factory), 1, {("cow",): 2})
+    apply_batch(make_state(factory), 2, {("cow",): 3, (): 5})
+    client = redis.Redis.from_url(redis_url)
+    assert client.get(f'{factory.key_prefix}["cow"]') == text
+    assert client.exists(f"{factory.key_prefix}[]") == 1
+    client.close()
+    assert RedisMapState.contents(factory) == {("cow",): 5, (): 5}
+    assert RedisMapState.contents(factory, raw=True)[("cow",)] == stored
+
+
+def test_cache_and_prefixes(redis_url: str) -> None:
+    factory = factory_for(redis_url, StateType.OPAQUE, cache_size=10)
+    state = make_state(factory)
+    assert isinstance(state.backing, CachedMap)  # type: ignore[attr-defined]
+    apply_batch(state, 1, {("cow",): 1})
+    other = factory_for(redis_url, StateType.OPAQUE)
+    assert values_of(make_state(other), ("cow",)) == [None]
+    assert RedisMapState.contents(other) == {}
+
+
+def test_concurrent_writers_in_threads(redis_url: str) -> None:
+    factory = factory_for(redis_url, StateType.TRANSACTIONAL)
+    errors: list[BaseException] = []
+
+    def task(index: int) -> None:
+        try:
+            state = make_state(factory, index, 4)
+            for txid in range(1, 11):
+                apply_batch(state, txid, {(index, n): 1 for n in range(3)})
+            state.close()
+        except BaseException as error:  # reported to the test thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=task, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert RedisMapState.contents(factory) == {(i, n): 10 for i in range(4) for n in range(3)}
+
+
+def test_factory_is_picklable_and_hides_the_password() -> None:
+    factory = RedisMapState.factory("redis://user:s3cret@127.0.0.1:6379/0", cache_size=0)
+    assert pickle.loads(pickle.dumps(factory)) == factory
+    assert "s3cret" not in repr(factory) and "user:***@127.0.0.1" in repr(factory)
+    with pytest.raises(ValueError, match="redis://, rediss:// or unix:// URL"):
+        RedisMapState.factory("http://127.0.0.1:6379")
+
+
+def test_unreachable_server_raises_a_clear_error_quickly() -> None:
+    port = free_port()  # nothing listens there
+    factory = RedisMapState.factory(f"redis://127.0.0.1:{port}", socket_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(
+        StateConnectionError, match=rf"RedisMapState cannot reach redis://127\.0\.0\.1:{port}: "
+    ):
+        make_state(factory)
+    assert time.monotonic() - started < 3.0
+    secret = RedisMapState.factory(f"redis://:s3cret@127.0.0.1:{port}", retries=0)
+    with pytest.raises(ConnectionError) as raised:  # also a builtin ConnectionError
+        make_state(secret)
+    assert f"redis://:***@127.0.0.1:{port}" in str(raised.value)
+    assert "s3cret" not in str(raised.value)
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_server_lost_while_in_use() -> None:
+    process, url = start_redis_server()
+    try:
+        state = make_state(RedisMapState.factory(url, StateType.OPAQUE, cache_size=0, retries=0))
+        apply_batch(state, 1, {("cow",): 1})
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    with pytest.raises(StateConnectionError, match=f"RedisMapState cannot reach {url}"):
+        state.multi_get([("cow",)])
+    state.begin_commit(2)
+    with pytest.raises(StateConnectionError):
+        state.multi_update([("cow",)], [lambda old: old + 1])
