@@ -364,7 +364,8 @@ class StateQueryProcessor(StateProcessor):
     def __init__(self, node: Node, input_fields: Fields) -> None:
         state = node.params["state"]
         factory = state.factory
-        if state.node is not None and getattr(factory, "cache_size", 0):
+        cache_size: int = getattr(factory, "cache_size", 0)
+        if state.node is not None and cache_size > 0:
             # The state is written by this topology's persist tasks: read it uncached,
             # or a query task's cache would serve values older than the last commit.
             factory = dataclasses.replace(factory, cache_size=0)

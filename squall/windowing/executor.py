@@ -34,7 +34,7 @@ class WindowedOutputCollector:
     nothing; ``fail`` fails a tuple at once (it is then not acked on expiry).
     """
 
-    def __init__(self, out: OutputCollector, failed: set[int]) -> None:
+    def __init__(self, out: OutputCollector, failed: dict[int, Tuple]) -> None:
         self._out = out
         self._failed = failed
         #: The tuples of the window being executed (set by the executor).
@@ -65,10 +65,16 @@ class WindowedOutputCollector:
         """No effect: window tuples are acked when they leave the window."""
 
     def fail(self, tup: Tuple) -> None:
-        """Fail ``tup`` now (its spout tuple is replayed); it is not acked later."""
-        if id(tup) not in self._failed:
-            self._failed.add(id(tup))
-            self._out.fail(tup)
+        """Fail ``tup`` now (its spout tuple is replayed). A tuple of the window being
+        executed is then not acked when it expires; fail only tuples of ``window.get()``
+        (an expired tuple was already acked)."""
+        if id(tup) in self._failed:
+            return
+        self._out.fail(tup)
+        window = self.window_tuples
+        if window is not None and any(t is tup for t in window):
+            # Kept (not just its id) until it expires, so the id cannot be reused.
+            self._failed[id(tup)] = tup
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of ``tup``'s trees."""
@@ -120,7 +126,7 @@ class WindowedBoltExecutor(Bolt):
         self.collector = collector
         self.component_id = context.component_id
         self.clock: Clock = getattr(context, "clock", None) or SYSTEM_CLOCK
-        self.failed: set[int] = set()
+        self.failed: dict[int, Tuple] = {}
         self.late_tuples = 0
         self.windows_fired = 0
         self.window_collector = WindowedOutputCollector(collector, self.failed)
@@ -197,8 +203,8 @@ class WindowedBoltExecutor(Bolt):
         failed = self.failed
         ack = self.collector.ack
         for tup in tuples:
-            if failed and id(tup) in failed:
-                failed.discard(id(tup))
+            if failed and failed.get(id(tup)) is tup:
+                del failed[id(tup)]
             else:
                 ack(tup)
 

@@ -58,7 +58,7 @@ class WindowManager:
         self._timestamps: list[int] = []
         self._tuples: list[Tuple] = []
         self._expired_since_trigger: list[Tuple] = []
-        self._previous_window: set[int] = set()
+        self._previous_window: list[Tuple] = []
         self._count_since_trigger = 0
         self._adds_since_compaction = 0
         self._next_window_end: int | None = None
@@ -182,18 +182,18 @@ class WindowManager:
         stop -= first
         expired, self._expired_since_trigger = self._expired_since_trigger, []
         if stop == 0:
-            self._previous_window = set()
+            self._previous_window = []
             return False
         tuples = self._tuples[:stop]
         previous = self._previous_window
-        new = [t for t in tuples if id(t) not in previous]
-        self._previous_window = {id(t) for t in tuples}
+        self._previous_window = tuples
         start_ts: int | None = None
         end_ts: int | None = None
         if self._length_ms is not None:
             end_ts = reference
             start_ts = reference - self._length_ms
-        self.on_activation(TupleWindow(tuples, new, expired, start_ts, end_ts))
+        # get_new() is computed only if the bolt asks for it (it is O(window)).
+        self.on_activation(TupleWindow(tuples, None, expired, start_ts, end_ts, previous))
         return True
 
     def state(self) -> dict[str, Any]:

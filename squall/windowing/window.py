@@ -17,18 +17,21 @@ class TupleWindow:
     for count windows.
     """
 
-    __slots__ = ("_expired", "_new", "_tuples", "end_timestamp", "start_timestamp")
+    __slots__ = ("_expired", "_new", "_previous", "_tuples", "end_timestamp", "start_timestamp")
 
     def __init__(
         self,
         tuples: list[Tuple],
-        new: list[Tuple],
+        new: list[Tuple] | None,
         expired: list[Tuple],
         start_timestamp: int | None = None,
         end_timestamp: int | None = None,
+        previous: list[Tuple] | None = None,
     ) -> None:
         self._tuples = tuples
+        #: Computed on first use from ``previous`` (the last window) when not given.
         self._new = new
+        self._previous = previous
         self._expired = expired
         self.start_timestamp = start_timestamp
         self.end_timestamp = end_timestamp
@@ -39,6 +42,10 @@ class TupleWindow:
 
     def get_new(self) -> list[Tuple]:
         """Tuples in this window that were not in the previous one."""
+        if self._new is None:
+            before = {id(t) for t in self._previous or ()}
+            self._new = [t for t in self._tuples if id(t) not in before]
+            self._previous = None
         return self._new
 
     def get_expired(self) -> list[Tuple]:
@@ -58,6 +65,6 @@ class TupleWindow:
             else ""
         )
         return (
-            f"TupleWindow({len(self._tuples)} tuples, {len(self._new)} new, "
+            f"TupleWindow({len(self._tuples)} tuples, {len(self.get_new())} new, "
             f"{len(self._expired)} expired{bounds})"
         )
