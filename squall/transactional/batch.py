@@ -169,16 +169,12 @@ class BatchBoltExecutor(Bolt):
         batch = self.batches.get(attempt)
         if batch is not None:
             return batch
-        # A new attempt supersedes older ones of the same transaction (they failed), and
-        # no transaction far behind this one can still be in flight.
+        # Attempts are tracked separately (a late tuple of a failed attempt must not
+        # disturb its replay); states of transactions too far behind any in flight
+        # (their attempts failed or were replayed) are dropped.
         oldest = attempt.transaction_id - self.in_flight
-        stale = [
-            a
-            for a in self.batches
-            if a.transaction_id == attempt.transaction_id or a.transaction_id < oldest
-        ]
-        for old_attempt in stale:
-            del self.batches[old_attempt]
+        for stale in [a for a in self.batches if a.transaction_id < oldest]:
+            del self.batches[stale]
         collector = BatchOutputCollector(self.out)
         # A bolt may make its per-batch instances itself (sharing task-level resources);
         # otherwise each batch gets a copy of the declared bolt.

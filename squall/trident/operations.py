@@ -214,7 +214,7 @@ class MapGet(QueryFunction):
 class CallableFunction(Function):
     """A function given as a callable ``fn(tup)``. What it returns becomes output tuples:
 
-    * ``None``: no output;
+    * ``None`` or an empty list: no output;
     * a list or tuple of lists/tuples: one output per inner list;
     * a list or tuple with as many values as output fields: one output;
     * with one output field, a list or tuple of other length: one output per value;
@@ -232,7 +232,9 @@ class CallableFunction(Function):
             return
         width = self.output_width
         if isinstance(result, list | tuple):
-            if result and all(isinstance(item, list | tuple) for item in result):
+            if not result:
+                return
+            if all(isinstance(item, list | tuple) for item in result):
                 for item in result:
                     collector.emit(item)
             elif len(result) == width:
