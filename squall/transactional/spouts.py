@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.model.components import Component
 from squall.transactional.attempt import TransactionAttempt
-from squall.transactional.store import CoordinationStore, open_store, txid_key
+from squall.transactional.partitions import (
+    PartitionCountCoordinator,
+    TransactionalPartitionEmitter,
+)
+from squall.transactional.store import open_store
 
 if TYPE_CHECKING:
     from squall.transactional.batch import BatchOutputCollector
@@ -129,83 +133,14 @@ class PartitionedSpoutAdapter(TransactionalSpout):
         return self.spout.get_component_configuration()
 
     def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
-        return _PartitionCountCoordinator(self.spout.get_coordinator(conf, context))
+        return PartitionCountCoordinator(self.spout.get_coordinator(conf, context))
 
     def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
         tasks = context.get_component_tasks(context.component_id)
-        return _PartitionedEmitterAdapter(
+        return TransactionalPartitionEmitter(
             self.spout.get_emitter(conf, context),
             open_store(conf, context),
             self.transactional_id,
             context.task_index,
             len(tasks),
         )
-
-
-class _PartitionCountCoordinator:
-    def __init__(self, coordinator: PartitionedCoordinator) -> None:
-        self._coordinator = coordinator
-
-    def initialize_transaction(self, txid: int, prev_metadata: Any) -> int:
-        return int(self._coordinator.number_of_partitions())
-
-    def is_ready(self) -> bool:
-        return bool(self._coordinator.is_ready())
-
-    def close(self) -> None:
-        self._coordinator.close()
-
-
-class _PartitionedEmitterAdapter:
-    """Per partition, stores each transaction's partition metadata (Storm's rotating
-    transactional state) so that a replayed transaction re-emits the same data."""
-
-    def __init__(
-        self,
-        emitter: PartitionedEmitter,
-        store: CoordinationStore,
-        transactional_id: str,
-        task_index: int,
-        task_count: int,
-    ) -> None:
-        self._emitter = emitter
-        self._store = store
-        self._transactional_id = transactional_id
-        self._task_index = task_index
-        self._task_count = task_count
-        self._partitions = 0
-
-    def _namespace(self, partition: int) -> str:
-        return f"{self._transactional_id}/partition/{partition}"
-
-    def emit_batch(
-        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
-    ) -> None:
-        txid = attempt.transaction_id
-        self._partitions = max(self._partitions, int(metadata))
-        for partition in range(int(metadata)):
-            if partition % self._task_count != self._task_index:
-                continue
-            namespace = self._namespace(partition)
-            stored = self._store.get(namespace, txid_key(txid))
-            if stored is not None:
-                self._emitter.emit_partition_batch(attempt, collector, partition, stored[0])
-                continue
-            previous = [k for k in self._store.keys(namespace) if k < txid_key(txid)]
-            last_meta = self._store.get(namespace, previous[-1])[0] if previous else None
-            meta = self._emitter.emit_partition_batch_new(attempt, collector, partition, last_meta)
-            self._store.put(namespace, txid_key(txid), (meta,))
-
-    def cleanup_before(self, txid: int) -> None:
-        """Forget partition metadata of transactions before ``txid`` (committed), always
-        keeping each partition's newest entry: the next new batch continues from it."""
-        for partition in range(self._task_index, self._partitions, self._task_count):
-            namespace = self._namespace(partition)
-            keys = self._store.keys(namespace)
-            for key in keys[:-1]:
-                if key >= txid_key(txid):
-                    break
-                self._store.delete(namespace, key)
-
-    def close(self) -> None:
-        self._emitter.close()

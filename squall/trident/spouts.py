@@ -23,7 +23,12 @@ from typing import Any
 from squall.model.fields import Fields, as_fields
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
-from squall.transactional.store import CoordinationStore, open_store, txid_key
+from squall.transactional.partitions import (
+    OpaquePartitionEmitter,
+    PartitionCountCoordinator,
+    TransactionalPartitionEmitter,
+)
+from squall.transactional.store import open_store
 
 
 class SpoutCollector:
@@ -106,49 +111,39 @@ class FixedBatchSpout(BatchSpout):
         self._batches.pop(batch_id, None)
 
 
-class PartitionedTridentSpout:
+class _PartitionedSpout:
+    """What the partitioned Trident spouts share."""
+
+    def get_output_fields(self) -> Fields:
+        """The fields of the emitted tuples."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_output_fields")
+
+    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+        """The partition coordinator (one, in the coordinator task): an object with
+        ``number_of_partitions()``, ``is_ready()`` and ``close()``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+        """An emitter, in each emitter task (see the subclass for its methods)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
+
+
+class PartitionedTridentSpout(_PartitionedSpout):
     """Transactional partitioned spout (Storm's ``IPartitionedTridentSpout``).
 
-    ``get_coordinator(conf, context)`` returns an object with ``number_of_partitions()``,
-    ``is_ready()``, ``close()``; ``get_emitter(conf, context)`` one with
-    ``emit_partition_batch_new(attempt, collector, partition, last_meta) -> meta``,
-    ``emit_partition_batch(attempt, collector, partition, meta)`` (an identical replay)
-    and ``close()``.
+    The emitter has ``emit_partition_batch_new(attempt, collector, partition,
+    last_meta) -> meta``, ``emit_partition_batch(attempt, collector, partition, meta)``
+    (an identical replay) and ``close()``.
     """
 
-    def get_output_fields(self) -> Fields:
-        """The fields of the emitted tuples."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_output_fields")
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
-        """The partition coordinator (one, in the coordinator task)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
-
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
-        """An emitter, in each emitter task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
-
-
-class OpaquePartitionedTridentSpout:
+class OpaquePartitionedTridentSpout(_PartitionedSpout):
     """Opaque partitioned spout (Storm's ``IOpaquePartitionedTridentSpout``).
 
-    ``get_coordinator`` as for :class:`PartitionedTridentSpout`; ``get_emitter`` returns
-    an object with ``emit_partition_batch(attempt, collector, partition, last_meta) ->
-    meta`` (``last_meta``: the metadata of the latest earlier transaction, None at
+    The emitter has ``emit_partition_batch(attempt, collector, partition, last_meta)
+    -> meta`` (``last_meta``: the metadata of the latest earlier transaction, None at
     first) and ``close()``.
     """
-
-    def get_output_fields(self) -> Fields:
-        """The fields of the emitted tuples."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_output_fields")
-
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
-        """The partition coordinator (one, in the coordinator task)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
-
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
-        """An emitter, in each emitter task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
 
 
 AnyTridentSpout = BatchSpout | PartitionedTridentSpout | OpaquePartitionedTridentSpout
@@ -168,22 +163,6 @@ class BatchSpoutCoordinator:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-class PartitionCountCoordinator:
-    """Metadata of a partitioned spout's transaction: the number of partitions."""
-
-    def __init__(self, coordinator: Any) -> None:
-        self._coordinator = coordinator
-
-    def initialize_transaction(self, txid: int, prev_metadata: Any) -> int:
-        return int(self._coordinator.number_of_partitions())
-
-    def is_ready(self) -> bool:
-        return bool(self._coordinator.is_ready())
-
-    def close(self) -> None:
-        self._coordinator.close()
 
 
 def make_coordinator(spout: AnyTridentSpout, conf: dict[str, Any], context: Any) -> Any:
@@ -220,78 +199,18 @@ class BatchSpoutEmitter:
         self._spout.close()
 
 
-class _PartitionEmitterBase:
-    """Per partition metadata per transaction, in the coordination store."""
+class TransactionalPartitionSpoutEmitter(TransactionalPartitionEmitter):
+    """A transactional partitioned Trident spout's emitter (emits without the attempt)."""
 
-    def __init__(
-        self, emitter: Any, store: CoordinationStore, stream_id: str, context: Any
-    ) -> None:
-        self._emitter = emitter
-        self._store = store
-        self._stream_id = stream_id
-        tasks = context.get_component_tasks(context.component_id)
-        self._task_index = context.task_index
-        self._task_count = len(tasks)
-        self._partitions = 0
-
-    def _namespace(self, partition: int) -> str:
-        return f"{self._stream_id}/partition/{partition}"
-
-    def _mine(self, partitions: int) -> range:
-        self._partitions = max(self._partitions, partitions)
-        return range(self._task_index, partitions, self._task_count)
-
-    def _latest_before(self, namespace: str, txid: int) -> Any:
-        earlier = [k for k in self._store.keys(namespace) if k < txid_key(txid)]
-        return self._store.get(namespace, earlier[-1])[0] if earlier else None
-
-    def cleanup_before(self, txid: int) -> None:
-        """Forget metadata of committed transactions, keeping each partition's newest."""
-        for partition in range(self._task_index, self._partitions, self._task_count):
-            namespace = self._namespace(partition)
-            keys = self._store.keys(namespace)
-            for key in keys[:-1]:
-                if key >= txid_key(txid):
-                    break
-                self._store.delete(namespace, key)
-
-    def close(self) -> None:
-        self._emitter.close()
+    def wrap(self, collector: Any, attempt: TransactionAttempt) -> SpoutCollector:
+        return SpoutCollector(collector, attempt)
 
 
-class TransactionalPartitionEmitter(_PartitionEmitterBase):
-    """A transaction's partition batches are decided once and replayed identically."""
+class OpaquePartitionSpoutEmitter(OpaquePartitionEmitter):
+    """An opaque partitioned Trident spout's emitter (emits without the attempt)."""
 
-    def emit_batch(
-        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
-    ) -> None:
-        txid = attempt.transaction_id
-        out = SpoutCollector(collector, attempt)
-        for partition in self._mine(int(metadata)):
-            namespace = self._namespace(partition)
-            stored = self._store.get(namespace, txid_key(txid))
-            if stored is not None:
-                self._emitter.emit_partition_batch(attempt, out, partition, stored[0])
-                continue
-            last = self._latest_before(namespace, txid)
-            meta = self._emitter.emit_partition_batch_new(attempt, out, partition, last)
-            self._store.put(namespace, txid_key(txid), (meta,))
-
-
-class OpaquePartitionEmitter(_PartitionEmitterBase):
-    """Every attempt emits from the latest earlier transaction's metadata; the result
-    replaces what the transaction had before (so a replay may differ)."""
-
-    def emit_batch(
-        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
-    ) -> None:
-        txid = attempt.transaction_id
-        out = SpoutCollector(collector, attempt)
-        for partition in self._mine(int(metadata)):
-            namespace = self._namespace(partition)
-            last = self._latest_before(namespace, txid)
-            meta = self._emitter.emit_partition_batch(attempt, out, partition, last)
-            self._store.put(namespace, txid_key(txid), (meta,))
+    def wrap(self, collector: Any, attempt: TransactionAttempt) -> SpoutCollector:
+        return SpoutCollector(collector, attempt)
 
 
 def make_emitter(spout: AnyTridentSpout, stream_id: str, conf: dict[str, Any], context: Any) -> Any:
@@ -300,6 +219,10 @@ def make_emitter(spout: AnyTridentSpout, stream_id: str, conf: dict[str, Any], c
         return BatchSpoutEmitter(spout, conf, context)
     store = open_store(conf, context)
     emitter = spout.get_emitter(conf, context)
-    if isinstance(spout, OpaquePartitionedTridentSpout):
-        return OpaquePartitionEmitter(emitter, store, stream_id, context)
-    return TransactionalPartitionEmitter(emitter, store, stream_id, context)
+    tasks = len(context.get_component_tasks(context.component_id))
+    kind = (
+        OpaquePartitionSpoutEmitter
+        if isinstance(spout, OpaquePartitionedTridentSpout)
+        else TransactionalPartitionSpoutEmitter
+    )
+    return kind(emitter, store, stream_id, context.task_index, tasks)
