@@ -183,6 +183,8 @@ class _Grouped(Processor):
         self.inputs: Fields = inputs if inputs is not None else Fields([])
         self.input_positions = self._projector(self.inputs)
         self.aggregator: Any = node.params.get("aggregator")
+        self.whole_batch = bool(node.params.get("whole_batch"))
+        self.width = len(node.output_fields) - len(self.group)
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         if self.aggregator is not None:
@@ -198,9 +200,10 @@ class _Grouped(Processor):
         return {}
 
     def emits_empty(self, run: BatchRun) -> bool:
-        """An ungrouped aggregate emits a result even for an empty batch, once: at the
-        task global grouping sends to (the lowest, index 0)."""
-        return not self.grouped and run.task_index == 0
+        """Whether an ungrouped aggregation emits a result for an empty batch here: a
+        ``partition_aggregate`` in every partition, as Storm does; the whole batch's
+        ``aggregate`` once, at the task global grouping sends to (index 0)."""
+        return not self.grouped and (not self.whole_batch or run.task_index == 0)
 
 
 class CombinePartialProcessor(_Grouped):
@@ -267,6 +270,12 @@ class PartitionAggregateProcessor(_Grouped):
                 aggregator_state, out = value
                 aggregator.complete(aggregator_state, TridentCollector(out))
                 for row in out:
+                    if len(row) != self.width:
+                        raise ValueError(
+                            f"Trident aggregator {type(aggregator).__name__} emitted "
+                            f"{len(row)} value(s) for output fields "
+                            f"{self.node.output_fields.to_list()[len(self.group) :]}: {row!r}"
+                        )
                     self.emit(run, [*key, *row])
             else:
                 self.emit(run, [*key, value])

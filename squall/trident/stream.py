@@ -348,10 +348,17 @@ def _aggregate(
             group=keys,
         )
         moved = partial._add("partition", partial.output_fields, **grouping)
-        return moved._add("combine_final", output, aggregator=aggregator, group=keys)
+        return moved._add(
+            "combine_final", output, aggregator=aggregator, group=keys, whole_batch=True
+        )
     moved = stream._add("partition", stream.output_fields, **grouping)
     return moved._add(
-        "partition_aggregate", output, inputs=inputs, aggregator=aggregator, group=group
+        "partition_aggregate",
+        output,
+        inputs=inputs,
+        aggregator=aggregator,
+        group=group,
+        whole_batch=True,
     )
 
 
