@@ -32,6 +32,16 @@ def manual_cluster(clock: ManualClock) -> Iterator[LocalCluster]:
         yield local
 
 
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One SparkSession for every Spark test of the run (starting one takes seconds)."""
+    from squall.spark.session import get_session
+
+    session = get_session("local[2, 4]", {"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_engine_threads() -> Iterator[None]:
     """Every test must leave no squall worker thread running."""

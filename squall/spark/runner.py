@@ -1,0 +1,124 @@
+"""The driver side of a micro-batch: run every segment of the Trident plan in order."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections import defaultdict
+from functools import reduce
+from typing import Any
+
+from squall.model.fields import Fields
+from squall.runtime.metrics import ErrorInfo
+from squall.spark.plan import SegmentPlan, TridentPlan
+from squall.spark.stages import STAGE_SCHEMA, SegmentStage, spout_router
+from squall.trident.processors import StateProcessor
+from squall.trident.state.memory_state import MemoryMapStateFactory
+
+logger = logging.getLogger("squall")
+
+RETRIES_KEY = "topology.spark.batch.retries"
+DEFAULT_RETRIES = 3
+
+
+def runs_on_driver(segment: SegmentPlan) -> bool:
+    """Committers (state updates, applied in txid order) and segments using in-process
+    memory state run on the driver; the other segments run on executors."""
+    if segment.committer:
+        return True
+    return any(
+        isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory)
+        for p in segment.segment.processors
+    )
+
+
+class BatchFigures:
+    """What ``get_topology_info`` reports about micro-batches."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.last_batch_id: int | None = None
+        self.last_rows = 0
+        self.last_duration_ms = 0.0
+        self.rows_total = 0
+        self.retries = 0
+        self.errors: list[ErrorInfo] = []
+
+
+class TridentRunner:
+    """The ``foreachBatch`` function of a Trident topology on Spark.
+
+    Batch ``batch_id`` is transaction ``batch_id + 1``. A failed batch is run again, up
+    to ``topology.spark.batch.retries`` times, under the same txid: transactional and
+    opaque state apply it once.
+    """
+
+    def __init__(self, plan: TridentPlan, conf: dict[str, Any], run_key: str, spark: Any) -> None:
+        self.plan = plan
+        self.conf = conf
+        self.run_key = run_key
+        self.spark = spark
+        self.figures = BatchFigures()
+        self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        started = time.perf_counter()
+        for attempt in range(self.retries + 1):
+            try:
+                rows = self._run(frame, batch_id)
+                break
+            except Exception as exc:
+                self._record(exc)
+                if attempt == self.retries:
+                    raise
+                self.figures.retries += 1
+                logger.warning("batch %d failed (%s); running it again", batch_id, exc)
+        figures = self.figures
+        figures.batches += 1
+        figures.last_batch_id = batch_id
+        figures.last_rows = rows
+        figures.rows_total += rows
+        figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+
+    def _record(self, exc: Exception) -> None:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.figures.errors.append(
+            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
+        )
+        del self.figures.errors[:-10]
+
+    def _run(self, frame: Any, batch_id: int) -> int:
+        from pyspark.sql import DataFrame
+        from pyspark.sql.functions import col
+
+        txid = batch_id + 1
+        plan = self.plan
+        first = frame.mapInArrow(
+            spout_router(plan.spout_outputs, Fields(list(plan.spout_fields))), STAGE_SCHEMA
+        ).localCheckpoint(eager=True)
+        rows = frame.count()
+        frames = [first]
+        for segment in plan.segments:
+            inputs = reduce(
+                DataFrame.unionAll, [f.filter(col("dest") == segment.index) for f in frames]
+            )
+            stage = SegmentStage(segment, txid, self.conf, self.run_key)
+            if runs_on_driver(segment):
+                by_partition: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
+                for row in inputs.select("port", "target", "values").collect():
+                    by_partition[row["target"]].append((row["port"], row["values"]))
+                produced = []
+                for partition in range(segment.tasks):
+                    produced.extend(stage.run_partition(partition, by_partition.get(partition, [])))
+                if segment.outputs:
+                    frames.append(self.spark.createDataFrame(produced, STAGE_SCHEMA))
+                continue
+            output = inputs.repartitionById(segment.tasks, "target").mapInArrow(
+                stage.arrow_function(), STAGE_SCHEMA
+            )
+            if segment.outputs:
+                frames.append(output.localCheckpoint(eager=True))
+            else:
+                output.count()  # runs the segment (its effects: peeks, functions)
+        return int(rows)

@@ -1,0 +1,57 @@
+"""The spout log: what a spout emitted, per batch, durably, so batches replay exactly.
+
+The spout runs where Spark's source reader runs (a Python process the driver starts).
+Each new batch is written as one file: the batch's rows and a snapshot of the spout
+object after emitting them. After a crash, Spark replays a batch by reading its file,
+and a new reader resumes the spout from the last snapshot, so no tuple is emitted
+twice or lost.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import cloudpickle
+
+
+class SpoutLog:
+    """Batch files ``<directory>/<index>.batch`` (index from 0, contiguous)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+
+    def _path(self, index: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.batch")
+
+    def size(self) -> int:
+        """Number of batches written."""
+        count = 0
+        while os.path.exists(self._path(count)):
+            count += 1
+        return count
+
+    def append(self, index: int, rows: list[list[Any]], spout: Any) -> None:
+        """Write batch ``index`` (its rows and the spout after it), atomically."""
+        payload = cloudpickle.dumps({"rows": rows, "spout": spout})
+        temporary = self._path(index) + ".tmp"
+        with open(temporary, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self._path(index))
+
+    def rows(self, index: int) -> list[list[Any]]:
+        """The rows of batch ``index``."""
+        with open(self._path(index), "rb") as handle:
+            return list(pickle.load(handle)["rows"])
+
+    def last_spout(self) -> Any:
+        """The spout as it was after the last batch, or None if there is none."""
+        size = self.size()
+        if size == 0:
+            return None
+        with open(self._path(size - 1), "rb") as handle:
+            return pickle.load(handle)["spout"]

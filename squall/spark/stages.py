@@ -1,0 +1,205 @@
+"""Per-partition work of a micro-batch: a Trident segment run on one partition.
+
+Rows between stages carry ``(dest, port, target, values)``: the segment they go to,
+the stream they came on (``"component|stream"``), the partition (task index) the
+grouping chose and the pickled tuple values. A segment's partition is its task: the
+processors of ``squall.trident`` run there unchanged, prepared once per task and
+process (kept warm across micro-batches while Spark reuses the Python worker).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from squall.model.fields import Fields
+from squall.model.grouping import GroupingKind
+from squall.runtime.routing import (
+    AllRouter,
+    FieldsRouter,
+    GlobalRouter,
+    PartialKeyRouter,
+    ShuffleRouter,
+)
+from squall.spark.plan import Edge, SegmentPlan
+from squall.transactional.attempt import TransactionAttempt
+from squall.trident.processors import BatchRun, Processor
+
+STAGE_SCHEMA = "dest int, port string, target int, values binary"
+PICKLE = pickle.HIGHEST_PROTOCOL
+
+#: Prepared processors per (topology run, segment, partition) in this process.
+_PREPARED: dict[tuple[str, int, int], list[Processor]] = {}
+
+Row = tuple[int, str, int, bytes]
+Chooser = Callable[[int, Sequence[Any]], list[int]]
+
+
+class TaskView:
+    """The part of ``TopologyContext`` Trident operations use, for one partition."""
+
+    def __init__(self, component_id: str, task_index: int, tasks: int, conf: dict[str, Any]):
+        self.component_id = component_id
+        self.task_index = task_index
+        self.task_id = task_index
+        self.tasks = tasks
+        self.conf = conf
+        self.coordination_store = None
+        self.clock = None
+
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        """Task indexes of this component (partitions 0..n-1)."""
+        return list(range(self.tasks))
+
+
+def chooser(edge: Edge, fields: Fields, source_partition: int) -> Chooser:
+    """The router of ``edge`` for tuples leaving ``source_partition``: the same choice
+    the local engine makes, over task indexes."""
+    targets = list(range(edge.tasks))
+    kind = edge.kind
+    if kind is GroupingKind.FIELDS:
+        return FieldsRouter(targets, [fields.index(f) for f in edge.fields]).choose
+    if kind is GroupingKind.PARTIAL_KEY:
+        return PartialKeyRouter(targets, [fields.index(f) for f in edge.fields]).choose
+    if kind is GroupingKind.ALL:
+        return AllRouter(targets).choose
+    if kind is GroupingKind.GLOBAL:
+        return GlobalRouter(targets).choose
+    if kind is GroupingKind.LOCAL_OR_SHUFFLE:
+        local = [source_partition % edge.tasks]
+        return lambda task, values: list(local)
+    return ShuffleRouter(targets, source_partition).choose
+
+
+def route(
+    edges: list[Edge], fields: Fields, source_partition: int, values_list: Iterable[Sequence[Any]]
+) -> list[Row]:
+    """Rows for ``values_list`` sent along ``edges`` from ``source_partition``."""
+    choosers = [
+        (edge, f"{edge.source}|{edge.stream}", chooser(edge, fields, source_partition))
+        for edge in edges
+    ]
+    rows: list[Row] = []
+    for values in values_list:
+        blob = pickle.dumps(list(values), PICKLE)
+        for edge, port, choose in choosers:
+            for target in choose(source_partition, values):
+                rows.append((edge.target, port, target, blob))
+    return rows
+
+
+class _Outputs:
+    """Collects what a segment's processors emit on their output streams."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, list[Any]]] = []
+
+    def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
+        self.items.append((stream, list(values[1:])))  # values[0] is the attempt
+        return []
+
+
+class SegmentStage:
+    """Runs one segment for one micro-batch (transaction ``txid``)."""
+
+    def __init__(self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str) -> None:
+        self.plan = plan
+        self.txid = txid
+        self.conf = conf
+        self.run_key = run_key
+
+    def _processors(self, partition: int) -> list[Processor]:
+        key = (self.run_key, self.plan.index, partition)
+        processors = _PREPARED.get(key)
+        if processors is None:
+            processors = self.plan.segment.processors
+            view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
+            for processor in processors:
+                processor.prepare(self.conf, view)
+            _PREPARED[key] = processors
+        return processors
+
+    def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
+        """Process one partition's tuples as one batch; return the routed output rows."""
+        processors = self._processors(partition)
+        outputs = _Outputs()
+        run = BatchRun(TransactionAttempt(self.txid, 0), outputs, processors, partition)
+        entries = self.plan.segment.entries
+        states = run.states
+        for port, blob in rows:
+            source, _, stream = port.partition("|")
+            index, side = entries[(source, stream)]
+            processors[index].process(run, states[index], pickle.loads(blob), side)
+        for processor in processors:
+            processor.finish(run, states[processor.index])
+        by_stream: dict[str, list[list[Any]]] = {}
+        for stream, values in outputs.items:
+            by_stream.setdefault(stream, []).append(values)
+        routed: list[Row] = []
+        for stream, values_list in by_stream.items():
+            edges = self.plan.outputs.get(stream, [])
+            if edges:
+                fields = self.plan.segment.output_streams[stream]
+                routed.extend(route(edges, fields, partition, values_list))
+        return routed
+
+    def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
+        """The ``mapInArrow`` function running this stage on executors."""
+        stage = self
+
+        def run(batches: Iterator[Any]) -> Iterator[Any]:
+            import pyarrow as pa
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            partition = context.partitionId() if context is not None else 0
+            pairs: list[tuple[str, bytes]] = []
+            for batch in batches:
+                pairs.extend(
+                    zip(
+                        batch.column("port").to_pylist(),
+                        batch.column("values").to_pylist(),
+                        strict=True,
+                    )
+                )
+            yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
+
+        return run
+
+
+def rows_to_arrow(rows: list[Row], pa: Any) -> Any:
+    """An Arrow record batch of stage rows."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r[0] for r in rows], pa.int32()),
+            pa.array([r[1] for r in rows], pa.string()),
+            pa.array([r[2] for r in rows], pa.int32()),
+            pa.array([r[3] for r in rows], pa.binary()),
+        ],
+        names=["dest", "port", "target", "values"],
+    )
+
+
+def spout_router(edges: list[Edge], fields: Fields) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function routing the spout's tuples to the first segments."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        for batch in batches:
+            values_list = [pickle.loads(b) for b in batch.column("values").to_pylist()]
+            yield rows_to_arrow(route(edges, fields, partition, values_list), pa)
+
+    return run
+
+
+def forget(run_key: str) -> list[Processor]:
+    """Drop the prepared processors of a topology run in this process; returns them."""
+    dropped: list[Processor] = []
+    for key in [k for k in _PREPARED if k[0] == run_key]:
+        dropped.extend(_PREPARED.pop(key))
+    return dropped

@@ -1,0 +1,166 @@
+"""Trident topologies on SparkCluster: exact results, exactly-once across a failed
+micro-batch and a restart, clear errors. One SparkSession serves the whole run."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import Bolt, Config, Fields, InvalidTopologyError, TopologyBuilder
+from squall.spark import SparkCluster
+from squall.testing import FixedTupleSpout
+from squall.trident import Count, FixedBatchSpout, Function, TridentTopology
+from squall.trident.state import MemoryMapState, SqliteMapState, StateType
+
+SENTENCES = [
+    ["the cow jumped over the moon"],
+    ["the man went to the store"],
+    ["four score and seven years ago"],
+    ["the cow"],
+    ["a b c d e f g"],
+]
+TRUE_COUNTS = Counter(word for [sentence] in SENTENCES for word in sentence.split())
+
+
+class Split(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for word in tup[0].split():
+            collector.emit([word])
+
+
+class FailWhileFlagged(Function):
+    """Raises for the word ``four`` while ``flag`` exists (a crash after the state of the
+    batch was written: it runs on the new values of the state)."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        if tup[0] == "four" and os.path.exists(self.flag):
+            raise RuntimeError("injected failure after the state update")
+        collector.emit([tup[0]])
+
+
+def word_count(factory: Any, flag: str | None = None) -> TridentTopology:
+    topology = TridentTopology()
+    spout = FixedBatchSpout(Fields("sentence"), 2, *SENTENCES)
+    state = (
+        topology.new_stream("sentences", spout)
+        .each(Fields("sentence"), Split(), Fields("word"))
+        .parallelism_hint(2)
+        .group_by(Fields("word"))
+        .persistent_aggregate(factory, Count(), Fields("count"))
+        .parallelism_hint(2)
+    )
+    if flag is not None:
+        state.new_values_stream().each(Fields("word"), FailWhileFlagged(flag), Fields("seen"))
+    return topology
+
+
+def counts(factory: Any) -> dict[str, int]:
+    contents = (
+        MemoryMapState.contents(factory)
+        if type(factory).__name__.startswith("Memory")
+        else SqliteMapState.contents(factory)
+    )
+    return {key[0]: value for key, value in contents.items()}
+
+
+@pytest.mark.parametrize("state_type", [StateType.TRANSACTIONAL, StateType.OPAQUE])
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_word_count_is_exact(
+    spark: Any, tmp_path: Path, backend: str, state_type: StateType
+) -> None:
+    if backend == "memory":
+        factory: Any = MemoryMapState.factory(state_type)
+    else:
+        factory = SqliteMapState.factory(str(tmp_path / "counts.db"), state_type)
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path / "checkpoint"))
+    try:
+        cluster.submit_topology("wc", Config(), word_count(factory).build())
+        assert cluster.wait_idle("wc")
+        info = cluster.get_topology_info("wc")
+        assert counts(factory) == dict(TRUE_COUNTS)
+        assert info.extra["batches"] >= 3  # five sentences in batches of two
+        assert info.components["sentences"].emitted == len(SENTENCES)
+    finally:
+        cluster.shutdown()
+
+
+def test_a_failed_batch_resumes_after_restart_without_double_counting(
+    spark: Any, tmp_path: Path
+) -> None:
+    flag = tmp_path / "fail"
+    flag.touch()
+    factory = SqliteMapState.factory(str(tmp_path / "counts.db"), StateType.TRANSACTIONAL)
+    checkpoint = str(tmp_path / "checkpoint")
+    conf = Config()
+    conf["topology.spark.batch.retries"] = 1
+
+    first = SparkCluster(spark=spark, checkpoint_dir=checkpoint)
+    try:
+        first.submit_topology("wc", conf, word_count(factory, str(flag)).build())
+        assert not first.wait_idle("wc")  # the batch with "four" failed twice: the query stops
+        info = first.get_topology_info("wc")
+        assert info.status == "FAILED"
+        assert any("injected failure" in e.error for e in info.components["sentences"].errors)
+        partial = counts(factory)
+        assert partial["four"] == 1  # the failing batch's state update was applied
+    finally:
+        first.shutdown()
+
+    flag.unlink()
+    second = SparkCluster(spark=spark, checkpoint_dir=checkpoint)
+    try:
+        second.submit_topology("wc", conf, word_count(factory, str(flag)).build())
+        assert second.wait_idle("wc")
+        assert counts(factory) == dict(TRUE_COUNTS)  # the replayed batch was not counted twice
+    finally:
+        second.shutdown()
+
+
+class HoldsALock(Function):
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([tup[0]])
+
+
+def test_an_unpicklable_component_is_named(spark: Any, tmp_path: Path) -> None:
+    topology = TridentTopology()
+    topology.new_stream("s", FixedBatchSpout(Fields("x"), 1, [1])).each(
+        Fields("x"), HoldsALock(), Fields("y")
+    )
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+    try:
+        with pytest.raises(InvalidTopologyError, match=r"cannot be pickled") as error:
+            cluster.submit_topology("bad", {}, topology.build())
+        assert "lock" in str(error.value) and "function" in str(error.value)
+        assert cluster.topology_names() == []
+    finally:
+        cluster.shutdown()
+
+
+class Echo(Bolt):
+    outputs = ["x"]
+
+    def execute(self, tup: Any) -> None:
+        self.collector.ack(tup)
+
+
+def test_features_the_engine_does_not_run_are_named(spark: Any, tmp_path: Path) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], "x"))
+    builder.set_bolt("echo", Echo()).shuffle_grouping("numbers")
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+    try:
+        with pytest.raises(InvalidTopologyError, match=r"core spout/bolt topologies.*LocalCluster"):
+            cluster.submit_topology("core", {}, builder.create_topology())
+    finally:
+        cluster.shutdown()
