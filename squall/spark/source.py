@@ -64,7 +64,7 @@ class SpoutStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"batch": 0}
 
-    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         """One batch per micro-batch: a batch logged earlier (before a restart) if Spark
         has not read it yet, else a new one from the spout (unless paused or empty)."""
         position = int(start["batch"])
