@@ -164,3 +164,28 @@ def test_features_the_engine_does_not_run_are_named(spark: Any, tmp_path: Path) 
             cluster.submit_topology("core", {}, builder.create_topology())
     finally:
         cluster.shutdown()
+
+
+def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from squall.cli.main import main
+
+    app = tmp_path / "app_on_spark.py"
+    app.write_text(
+        "from squall import Fields\n"
+        "from squall.trident import TridentTopology, FixedBatchSpout, Count\n"
+        "from squall.trident.state import MemoryMapState\n"
+        "def build_topology():\n"
+        "    t = TridentTopology()\n"
+        "    spout = FixedBatchSpout(Fields('word'), 2, ['a'], ['b'], ['a'])\n"
+        "    t.new_stream('words', spout).group_by(Fields('word'))"
+        ".persistent_aggregate(MemoryMapState.factory(), Count(), Fields('n'))\n"
+        "    return t.build()\n"
+    )
+    result = CliRunner().invoke(
+        main, ["run", str(app), "--engine", "spark", "--seconds", "3", "--no-live", "--drain", "60"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "on SparkCluster" in result.output
+    assert "│ words" in result.output and "│       3 │" in result.output  # 3 tuples emitted

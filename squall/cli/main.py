@@ -97,7 +97,16 @@ def version() -> None:
     click.echo(f"squall {squall.__version__}")
 
 
-@main.command(short_help="Run a topology on LocalCluster with live metrics.")
+def _cluster(engine: str, master: str | None) -> Any:
+    """The engine ``squall run`` uses (Spark imported only when asked for)."""
+    if engine == "spark":
+        from squall.spark import SparkCluster
+
+        return SparkCluster(master=master)
+    return LocalCluster()
+
+
+@main.command(short_help="Run a topology (LocalCluster or Spark) with live metrics.")
 @click.argument("target", metavar="FILE.py[:NAME]")
 @click.option(
     "--seconds",
@@ -134,6 +143,18 @@ def version() -> None:
     is_flag=True,
     help="Log squall's messages (errors with tracebacks; emits when topology.debug=true).",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: LocalCluster (embedded). spark: SparkCluster (PySpark; Trident topologies).",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="Spark master URL for --engine spark.  [default: a local session, local[*, 4]]",
+)
 def run(
     target: str,
     seconds: float,
@@ -143,6 +164,8 @@ def run(
     live: bool,
     drain: float,
     verbose: bool,
+    engine: str,
+    master: str | None,
 ) -> None:
     """Run the topology in FILE.py[:NAME] on LocalCluster and show its metrics.
 
@@ -167,7 +190,7 @@ def run(
         loaded, conf = _load(target, conf_options)
         topology_name = name or loaded.default_name
         options = RunOptions(seconds, refresh, live, drain)
-        with squall_logging(console, verbose), LocalCluster() as cluster:
+        with squall_logging(console, verbose), _cluster(engine, master) as cluster:
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source
             )

@@ -12,14 +12,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.live import Live
 from rich.logging import RichHandler
 
 from squall.cli.display import metrics_table
-from squall.local.cluster import LocalCluster
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
@@ -67,8 +66,30 @@ def squall_logging(console: Console, verbose: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
+class Cluster(Protocol):
+    """What ``squall run`` needs of an engine (``LocalCluster``, ``SparkCluster``)."""
+
+    def submit_topology(self, name: str, conf: dict[str, Any], topology: StormTopology) -> None:
+        """Start the topology."""
+
+    def get_topology_info(self, name: str) -> TopologyInfo:
+        """Metrics."""
+
+    def get_topology(self, name: str) -> StormTopology:
+        """The submitted topology."""
+
+    def deactivate(self, name: str) -> None:
+        """Stop the spouts."""
+
+    def wait_idle(self, name: str, timeout_secs: float) -> bool:
+        """Wait for in-flight work."""
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        """Stop the topology."""
+
+
 def run_topology(
-    cluster: LocalCluster,
+    cluster: Cluster,
     name: str,
     conf: dict[str, Any],
     topology: StormTopology,
@@ -96,8 +117,9 @@ def run_topology(
     workers = cluster.get_topology_info(name).workers
     until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
     console.print(
-        f"Running {source or 'topology'} as {name!r} on LocalCluster with {workers} "
-        f"worker(s) {until}; Ctrl-C stops it.",
+        f"Running {source or 'topology'} as {name!r} on {type(cluster).__name__}"
+        + (f" with {workers} worker(s)" if workers else "")
+        + f" {until}; Ctrl-C stops it.",
         markup=False,
     )
     try:
@@ -107,7 +129,7 @@ def run_topology(
     return _stop(cluster, name, options.drain_secs, console)
 
 
-def _watch(cluster: LocalCluster, name: str, options: RunOptions, console: Console) -> None:
+def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -> None:
     deadline = time.monotonic() + options.seconds if options.seconds > 0 else None
 
     def remaining() -> float:
@@ -125,7 +147,7 @@ def _watch(cluster: LocalCluster, name: str, options: RunOptions, console: Conso
             view.update(metrics_table(cluster.get_topology_info(name), order=order), refresh=True)
 
 
-def _stop(cluster: LocalCluster, name: str, drain_secs: float, console: Console) -> TopologyInfo:
+def _stop(cluster: Cluster, name: str, drain_secs: float, console: Console) -> TopologyInfo:
     try:
         cluster.deactivate(name)
         if drain_secs > 0 and not cluster.wait_idle(name, drain_secs):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +31,7 @@ DEFAULT_BATCH_INTERVAL_MS = 100
 @dataclass
 class _Running:
     name: str
+    topology: StormTopology
     plan: TridentPlan
     query: Any
     runner: TridentRunner
@@ -59,6 +61,54 @@ def find_unpicklable(value: Any, path: str, depth: int = 0) -> str | None:
             if found:
                 return found
     return f"{path} ({type(value).__name__}; {reason})"
+
+
+def _user_modules(value: Any, found: dict[str, Any], seen: set[int], depth: int = 0) -> None:
+    """Collect the modules of user code reachable from ``value`` (classes and functions
+    defined outside installed packages and squall)."""
+    if id(value) in seen or depth > 8:
+        return
+    seen.add(id(value))
+    for candidate in (value, type(value)):
+        module = sys.modules.get(getattr(candidate, "__module__", "") or "")
+        path = getattr(module, "__file__", None) or ""
+        if (
+            module is not None
+            and path
+            and "site-packages" not in path
+            and not module.__name__.startswith(("squall", "pyspark", "builtins"))
+            and not path.startswith(sys.base_prefix)
+        ):
+            found[module.__name__] = module
+    if isinstance(value, dict):
+        children: list[Any] = list(value.values())
+    elif isinstance(value, list | tuple | set | frozenset):
+        children = list(value)
+    elif hasattr(value, "__dict__") and not isinstance(value, type):
+        children = list(vars(value).values())
+    else:
+        children = []
+    for child in children:
+        _user_modules(child, found, seen, depth + 1)
+
+
+def pickle_user_code_by_value(topology: StormTopology) -> list[str]:
+    """Make user modules travel with the pickled components.
+
+    A topology loaded from a file (``squall run app.py``) lives in a module Spark's
+    Python workers cannot import; pickling its code by value lets them run it anyway.
+    Returns the module names.
+    """
+    from pyspark import cloudpickle as spark_cloudpickle
+
+    found: dict[str, Any] = {}
+    seen: set[int] = set()
+    for spec in topology:
+        _user_modules(spec.component, found, seen)
+    for module in found.values():
+        cloudpickle.register_pickle_by_value(module)
+        spark_cloudpickle.register_pickle_by_value(module)
+    return sorted(found)
 
 
 class SparkCluster:
@@ -118,6 +168,7 @@ class SparkCluster:
             if name in self._topologies:
                 raise SquallError(f"a topology named {name!r} is already running")
         plan = trident_plan(topology)
+        pickle_user_code_by_value(topology)
         for spec in topology:
             culprit = find_unpicklable(spec.component, spec.component_id)
             if culprit:
@@ -153,7 +204,7 @@ class SparkCluster:
         )
         with self._lock:
             self._topologies[name] = _Running(
-                name, plan, query, runner, directory, run_key, time.monotonic()
+                name, topology, plan, query, runner, directory, run_key, time.monotonic()
             )
 
     def _get(self, name: str) -> _Running:
@@ -232,6 +283,10 @@ class SparkCluster:
                 "retries": figures.retries,
             },
         )
+
+    def get_topology(self, name: str) -> StormTopology:
+        """The topology submitted as ``name``."""
+        return self._get(name).topology
 
     def topology_names(self) -> list[str]:
         """Names of the running topologies."""
