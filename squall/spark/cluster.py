@@ -16,12 +16,14 @@ from typing import Any
 import cloudpickle
 
 from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.spark.plan import TridentPlan, trident_plan
 from squall.spark.runner import TridentRunner
 from squall.spark.session import get_session
 from squall.spark.source import SOURCE_NAME, SpoutSource
+from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import forget
 
 BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
@@ -182,16 +184,21 @@ class SparkCluster:
         spout_file = os.path.join(directory, "spout.pickle")
         with open(spout_file, "wb") as handle:
             handle.write(cloudpickle.dumps(plan.spout))
+        routes_file = os.path.join(directory, "routes.pickle")
+        with open(routes_file, "wb") as handle:
+            handle.write(cloudpickle.dumps((plan.spout_outputs, Fields(list(plan.spout_fields)))))
         pause_file = os.path.join(directory, "paused")
         if os.path.exists(pause_file):
             os.remove(pause_file)
         run_key = f"{name}-{uuid.uuid4().hex}"
-        runner = TridentRunner(plan, conf, run_key, self.spark)
+        log_dir = os.path.join(directory, "spout-log")
+        runner = TridentRunner(plan, conf, run_key, self.spark, SpoutLog(log_dir))
         interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         stream = (
             self.spark.readStream.format(SOURCE_NAME)
-            .option("log", os.path.join(directory, "spout-log"))
+            .option("log", log_dir)
             .option("spout", spout_file)
+            .option("routes", routes_file)
             .option("pause", pause_file)
             .load()
         )

@@ -9,10 +9,10 @@ from collections import defaultdict
 from functools import reduce
 from typing import Any
 
-from squall.model.fields import Fields
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.plan import SegmentPlan, TridentPlan
-from squall.spark.stages import STAGE_SCHEMA, SegmentStage, spout_router
+from squall.spark.spoutlog import SpoutLog
+from squall.spark.stages import STAGE_SCHEMA, SegmentStage
 from squall.trident.processors import StateProcessor
 from squall.trident.state.memory_state import MemoryMapStateFactory
 
@@ -54,8 +54,11 @@ class TridentRunner:
     opaque state apply it once.
     """
 
-    def __init__(self, plan: TridentPlan, conf: dict[str, Any], run_key: str, spark: Any) -> None:
+    def __init__(
+        self, plan: TridentPlan, conf: dict[str, Any], run_key: str, spark: Any, log: SpoutLog
+    ) -> None:
         self.plan = plan
+        self.log = log
         self.conf = conf
         self.run_key = run_key
         self.spark = spark
@@ -88,20 +91,34 @@ class TridentRunner:
         )
         del self.figures.errors[:-10]
 
+    def _readers(self) -> dict[str, int]:
+        """How many segments read each producer's output (the spout's and segments')."""
+        readers: dict[str, set[int]] = {}
+        for segment in self.plan.segments:
+            for edge in segment.inputs:
+                readers.setdefault(edge.source, set()).add(segment.index)
+        return {source: len(indexes) for source, indexes in readers.items()}
+
     def _run(self, frame: Any, batch_id: int) -> int:
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
         txid = batch_id + 1
         plan = self.plan
-        first = frame.mapInArrow(
-            spout_router(plan.spout_outputs, Fields(list(plan.spout_fields))), STAGE_SCHEMA
-        ).localCheckpoint(eager=True)
-        rows = frame.count()
-        frames = [first]
+        readers = self._readers()
+
+        def shared(producer: str, output: Any) -> Any:
+            # Materialize an output once only if several segments read it; a single
+            # reader pulls it through in its own job (no extra Spark job per stage).
+            return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
+
+        frames = {plan.spout_id: shared(plan.spout_id, frame)}
+        rows = self.log.count(batch_id)  # one spout batch per micro-batch
         for segment in plan.segments:
+            producers = dict.fromkeys(edge.source for edge in segment.inputs)
             inputs = reduce(
-                DataFrame.unionAll, [f.filter(col("dest") == segment.index) for f in frames]
+                DataFrame.unionAll,
+                [frames[p].filter(col("dest") == segment.index) for p in producers],
             )
             stage = SegmentStage(segment, txid, self.conf, self.run_key)
             if runs_on_driver(segment):
@@ -112,13 +129,15 @@ class TridentRunner:
                 for partition in range(segment.tasks):
                     produced.extend(stage.run_partition(partition, by_partition.get(partition, [])))
                 if segment.outputs:
-                    frames.append(self.spark.createDataFrame(produced, STAGE_SCHEMA))
+                    frames[segment.component_id] = self.spark.createDataFrame(
+                        produced, STAGE_SCHEMA
+                    )
                 continue
             output = inputs.repartitionById(segment.tasks, "target").mapInArrow(
                 stage.arrow_function(), STAGE_SCHEMA
             )
             if segment.outputs:
-                frames.append(output.localCheckpoint(eager=True))
+                frames[segment.component_id] = shared(segment.component_id, output)
             else:
                 output.count()  # runs the segment (its effects: peeks, functions)
-        return int(rows)
+        return rows

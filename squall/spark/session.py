@@ -60,6 +60,11 @@ def get_session(master: str | None = None, spark_conf: dict[str, Any] | None = N
         check_java()
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # Spark's Python processes inherit the JVM's environment: give them this
+        # process's import path, so modules next to the user's files import there too.
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *inherited]))
         builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName("squall")
         defaults = {
             "spark.ui.enabled": "false",

@@ -4,7 +4,9 @@ Offsets count the spout's batches. Each time Spark asks for the latest offset, t
 reader asks the spout for one new batch and writes it to the spout log; ``read``
 returns a logged batch, so a micro-batch replays identically after a crash. An empty
 batch is not logged (the offset does not move, so Spark runs no micro-batch). While the
-topology is deactivated (a pause file exists), the spout is not polled.
+topology is deactivated (a pause file exists), the spout is not polled. Rows are
+routed to the first segments' partitions as they are read, so they enter the plan
+without a routing stage.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pyspark.sql.datasource import (
 )
 
 from squall.spark.spoutlog import SpoutLog
+from squall.spark.stages import route_pickled, rows_to_arrow
 
 SOURCE_NAME = "squall_spout"
-SCHEMA = "batch long, values binary"
+#: Rows leave the source already routed to the first segments (see ``stages``).
+SCHEMA = "dest int, port string, target int, values binary"
 
 
 class _Rows:
@@ -40,10 +44,12 @@ class _Rows:
 
 
 class BatchPartition(InputPartition):
-    """One logged batch."""
+    """Slice ``slice_index`` of ``slices`` of logged batch ``index``."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, slice_index: int = 0, slices: int = 1) -> None:
         self.index = index
+        self.slice_index = slice_index
+        self.slices = slices
 
 
 class SpoutStreamReader(DataSourceStreamReader):
@@ -52,6 +58,10 @@ class SpoutStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.log = SpoutLog(options["log"])
         self.pause_file = options["pause"]
+        with open(options["routes"], "rb") as handle:
+            self.edges, self.fields = pickle.load(handle)
+        # Each batch is read in as many slices as its first segments have tasks.
+        self.slices = max([1, *(edge.tasks for edge in self.edges)])
         spout = self.log.last_spout()
         if spout is None:
             with open(options["spout"], "rb") as handle:
@@ -80,12 +90,19 @@ class SpoutStreamReader(DataSourceStreamReader):
         return {"batch": self.size}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        return [BatchPartition(i) for i in range(start["batch"], end["batch"])]
+        return [
+            BatchPartition(i, part, self.slices)
+            for i in range(start["batch"], end["batch"])
+            for part in range(self.slices)
+        ]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+
         index = partition.index  # type: ignore[attr-defined]
-        for values in self.log.rows(index):
-            yield (index, pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL))
+        part, slices = partition.slice_index, partition.slices  # type: ignore[attr-defined]
+        blobs = self.log.rows(index)[part::slices]
+        yield rows_to_arrow(route_pickled(self.edges, self.fields, part, blobs), pa)
 
     def commit(self, end: dict[str, int]) -> None:
         for batch_id in range(self.acked + 1, end["batch"] + 1):

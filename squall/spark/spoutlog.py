@@ -34,17 +34,29 @@ class SpoutLog:
         return count
 
     def append(self, index: int, rows: list[list[Any]], spout: Any) -> None:
-        """Write batch ``index`` (its rows and the spout after it), atomically."""
-        payload = cloudpickle.dumps({"rows": rows, "spout": spout})
+        """Write batch ``index`` (its rows, each pickled, and the spout after it),
+        atomically."""
+        blobs = [pickle.dumps(values, pickle.HIGHEST_PROTOCOL) for values in rows]
+        payload = cloudpickle.dumps({"rows": blobs, "spout": spout})
         temporary = self._path(index) + ".tmp"
         with open(temporary, "wb") as handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        with open(self._path(index) + ".count", "w") as handle:
+            handle.write(str(len(blobs)))
         os.replace(temporary, self._path(index))
 
-    def rows(self, index: int) -> list[list[Any]]:
-        """The rows of batch ``index``."""
+    def count(self, index: int) -> int:
+        """Number of tuples in batch ``index`` (0 if it is not logged)."""
+        try:
+            with open(self._path(index) + ".count") as handle:
+                return int(handle.read())
+        except (OSError, ValueError):
+            return 0
+
+    def rows(self, index: int) -> list[bytes]:
+        """The rows of batch ``index``, each pickled."""
         with open(self._path(index), "rb") as handle:
             return list(pickle.load(handle)["rows"])
 

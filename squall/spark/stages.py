@@ -66,10 +66,29 @@ def chooser(edge: Edge, fields: Fields, source_partition: int) -> Chooser:
         return AllRouter(targets).choose
     if kind is GroupingKind.GLOBAL:
         return GlobalRouter(targets).choose
-    if kind is GroupingKind.LOCAL_OR_SHUFFLE:
-        local = [source_partition % edge.tasks]
-        return lambda task, values: list(local)
+    # Shuffle, none and local-or-shuffle: a Spark partition has no "worker" to stay in
+    # (the local engine with one worker also shuffles local-or-shuffle over all tasks).
     return ShuffleRouter(targets, source_partition).choose
+
+
+def route_pickled(
+    edges: list[Edge], fields: Fields, source_partition: int, blobs: Iterable[bytes]
+) -> list[Row]:
+    """Rows for already pickled tuples: grouping by fields unpickles them, the others
+    route the bytes as they are."""
+    blobs = list(blobs)
+    if any(edge.kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY) for edge in edges):
+        return route(edges, fields, source_partition, [pickle.loads(b) for b in blobs])
+    choosers = [
+        (edge, f"{edge.source}|{edge.stream}", chooser(edge, fields, source_partition))
+        for edge in edges
+    ]
+    rows: list[Row] = []
+    for blob in blobs:
+        for edge, port, choose in choosers:
+            for target in choose(source_partition, ()):
+                rows.append((edge.target, port, target, blob))
+    return rows
 
 
 def route(
@@ -179,22 +198,6 @@ def rows_to_arrow(rows: list[Row], pa: Any) -> Any:
         ],
         names=["dest", "port", "target", "values"],
     )
-
-
-def spout_router(edges: list[Edge], fields: Fields) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function routing the spout's tuples to the first segments."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        partition = context.partitionId() if context is not None else 0
-        for batch in batches:
-            values_list = [pickle.loads(b) for b in batch.column("values").to_pylist()]
-            yield rows_to_arrow(route(edges, fields, partition, values_list), pa)
-
-    return run
 
 
 def forget(run_key: str) -> list[Processor]:

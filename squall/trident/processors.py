@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from squall.model.fields import Fields
@@ -20,6 +22,28 @@ from squall.trident.operations import (
     TridentCollector,
 )
 from squall.trident.tuple import TridentTuple
+
+
+def projector(positions: list[int]) -> Callable[[list[Any]], list[Any]]:
+    """A fast ``values -> [values[p] for p in positions]``."""
+    if not positions:
+        return lambda values: []
+    if len(positions) == 1:
+        position = positions[0]
+        return lambda values: [values[position]]
+    getter = itemgetter(*positions)
+    return lambda values: list(getter(values))
+
+
+def key_getter(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """A fast ``values -> tuple(values[p] for p in positions)`` (a group key)."""
+    if not positions:
+        return lambda values: ()
+    if len(positions) == 1:
+        position = positions[0]
+        return lambda values: (values[position],)
+    getter = itemgetter(*positions)
+    return getter  # itemgetter of two or more positions returns a tuple
 
 
 class BatchRun:
@@ -84,6 +108,10 @@ class EachProcessor(Processor):
         self.positions = self._projector(self.inputs)
         self.function = node.params["function"]
         self.width = len(node.params["outputs"])
+        self._project = projector(self.positions)
+        # One collector per processor, reused for every tuple (hot path).
+        self._out: list[list[Any]] = []
+        self._collector = TridentCollector(self._out)
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         self.function.prepare(conf, context)
@@ -92,11 +120,13 @@ class EachProcessor(Processor):
         self.function.cleanup()
 
     def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
-        out: list[list[Any]] = []
-        self.function.execute(
-            TridentTuple([values[p] for p in self.positions], self.inputs), TridentCollector(out)
-        )
-        for appended in out:
+        out = self._out
+        self.function.execute(TridentTuple(self._project(values), self.inputs), self._collector)
+        if not out:
+            return
+        emitted = out[:]
+        out.clear()
+        for appended in emitted:
             if len(appended) != self.width:
                 raise ValueError(
                     f"Trident each ({type(self.function).__name__}) emitted {len(appended)} "
@@ -183,6 +213,8 @@ class _Grouped(Processor):
         self.inputs: Fields = inputs if inputs is not None else Fields([])
         self.input_positions = self._projector(self.inputs)
         self.aggregator: Any = node.params.get("aggregator")
+        self._key = key_getter(self.group_positions)
+        self._project = projector(self.input_positions)
         self.whole_batch = bool(node.params.get("whole_batch"))
         self.width = len(node.output_fields) - len(self.group)
 
@@ -191,10 +223,10 @@ class _Grouped(Processor):
             self.aggregator.prepare(conf, context)
 
     def key(self, values: list[Any]) -> tuple[Any, ...]:
-        return tuple(values[p] for p in self.group_positions)
+        return self._key(values)
 
     def projected(self, values: list[Any]) -> TridentTuple:
-        return TridentTuple([values[p] for p in self.input_positions], self.inputs)
+        return TridentTuple(self._project(values), self.inputs)
 
     def start(self) -> dict[tuple[Any, ...], Any]:
         return {}
