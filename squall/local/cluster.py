@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import threading
-from types import TracebackType
 from typing import Any
 
 from squall.local.running import EmitListener, RunningTopology
 from squall.model.config import Config
-from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import TopologyInfo
+from squall.runtime.registry import TopologyRegistry
 from squall.transactional.store import MemoryCoordinationStore
 
 
-class LocalCluster:
+class LocalCluster(TopologyRegistry[RunningTopology]):
     """Runs topologies in this process: Storm's local mode, and squall's default engine.
 
     Each topology gets ``topology.workers`` worker threads; a worker runs its tasks
@@ -30,12 +29,11 @@ class LocalCluster:
     """
 
     def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__()
         self.clock = clock or SYSTEM_CLOCK
         #: Transactional coordination state (txids, spout metadata) of topologies run
         #: without ``topology.transactional.state.dir``: it lives as long as the cluster.
         self.coordination_store = MemoryCoordinationStore()
-        self._topologies: dict[str, RunningTopology] = {}
-        self._lock = threading.Lock()
 
     def submit_topology(
         self,
@@ -65,8 +63,7 @@ class LocalCluster:
         conf = dict(conf or {})
         _check_conf(conf)
         with self._lock:
-            if name in self._topologies:
-                raise SquallError(f"a topology named {name!r} is already running")
+            self._claim(name)
             running = RunningTopology(
                 name, conf, topology, self.clock, emit_listener, self.coordination_store
             )
@@ -77,13 +74,6 @@ class LocalCluster:
             with self._lock:
                 self._topologies.pop(name, None)
             raise
-
-    def _get(self, name: str) -> RunningTopology:
-        try:
-            return self._topologies[name]
-        except KeyError:
-            known = sorted(self._topologies) or "none"
-            raise SquallError(f"no topology named {name!r} is running (running: {known})") from None
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate ``name``, drain in-flight tuples, and shut it down.
@@ -128,10 +118,6 @@ class LocalCluster:
         """The engine's object for ``name`` (plan, tasks, workers): for tools and tests."""
         return self._get(name)
 
-    def topology_names(self) -> list[str]:
-        """Names of the running topologies."""
-        return sorted(self._topologies)
-
     def wait_idle(self, name: str, timeout_secs: float = 10.0) -> bool:
         """Wait until ``name`` has nothing queued and no tuple tree pending."""
         return self._get(name).wait_idle(timeout_secs)
@@ -140,17 +126,6 @@ class LocalCluster:
         """Kill every topology (without draining)."""
         for name in list(self._topologies):
             self.kill_topology(name, wait_secs=0)
-
-    def __enter__(self) -> LocalCluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
 
 def _check_conf(conf: dict[str, Any]) -> None:

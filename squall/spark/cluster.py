@@ -6,19 +6,18 @@ import os
 import pickle
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import cloudpickle
 
-from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
+from squall.runtime.registry import TopologyRegistry
 from squall.spark.plan import TridentPlan, trident_plan
 from squall.spark.runner import TridentRunner
 from squall.spark.session import get_session
@@ -113,7 +112,7 @@ def pickle_user_code_by_value(topology: StormTopology) -> list[str]:
     return sorted(found)
 
 
-class SparkCluster:
+class SparkCluster(TopologyRegistry[_Running]):
     """Runs topologies on Spark: the same ``StormTopology`` objects as ``LocalCluster``.
 
     Each micro-batch of the topology's streaming query is one transaction (txid = batch
@@ -144,11 +143,10 @@ class SparkCluster:
             spark = get_session(master, spark_conf)
         else:
             self._owns_session = False
+        super().__init__()
         self.spark = spark
         self.spark.dataSource.register(SpoutSource)
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="squall-spark-")
-        self._topologies: dict[str, _Running] = {}
-        self._lock = threading.Lock()
 
     def submit_topology(
         self, name: str, conf: dict[str, Any] | None, topology: StormTopology
@@ -167,8 +165,7 @@ class SparkCluster:
             )
         conf = dict(conf or {})
         with self._lock:
-            if name in self._topologies:
-                raise SquallError(f"a topology named {name!r} is already running")
+            self._claim(name)
         plan = trident_plan(topology)
         pickle_user_code_by_value(topology)
         for spec in topology:
@@ -213,13 +210,6 @@ class SparkCluster:
             self._topologies[name] = _Running(
                 name, topology, plan, query, runner, directory, run_key, time.monotonic()
             )
-
-    def _get(self, name: str) -> _Running:
-        try:
-            return self._topologies[name]
-        except KeyError:
-            known = sorted(self._topologies) or "none"
-            raise SquallError(f"no topology named {name!r} is running (running: {known})") from None
 
     def wait_idle(self, name: str, timeout_secs: float = 60.0) -> bool:
         """Process every batch the spout has now; False if the query stopped or failed."""
@@ -295,27 +285,12 @@ class SparkCluster:
         """The topology submitted as ``name``."""
         return self._get(name).topology
 
-    def topology_names(self) -> list[str]:
-        """Names of the running topologies."""
-        return sorted(self._topologies)
-
     def shutdown(self) -> None:
         """Stop every topology; stop the SparkSession if this cluster started it."""
         for name in list(self._topologies):
             self.kill_topology(name)
         if self._owns_session:
             self.spark.stop()
-
-    def __enter__(self) -> SparkCluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()
 
 
 __all__ = ["SparkCluster", "find_unpicklable", "pickle"]
