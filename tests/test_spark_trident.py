@@ -189,3 +189,52 @@ def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "on SparkCluster" in result.output
     assert "│ words" in result.output and "│       3 │" in result.output  # 3 tuples emitted
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from squall.spark.session import SparkUnavailableError, check_java
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere
+    with pytest.raises(SparkUnavailableError, match=r"needs a Java 17\+ runtime.*LocalCluster"):
+        check_java()
+
+
+class Endless(FixedBatchSpout):
+    """Cycles through its tuples forever."""
+
+    def __init__(self) -> None:
+        super().__init__(Fields("word"), 2, ["a"], ["b"])
+        self.set_cycle(True)
+
+
+def test_deactivate_stops_polling_the_spout_until_activate(spark: Any, tmp_path: Path) -> None:
+    from tests.helpers import wait_until
+
+    factory = MemoryMapState.factory(StateType.TRANSACTIONAL)
+    topology = TridentTopology()
+    topology.new_stream("words", Endless()).group_by(Fields("word")).persistent_aggregate(
+        factory, Count(), Fields("n")
+    )
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+    try:
+        cluster.submit_topology("endless", {}, topology.build())
+        wait_until(lambda: cluster.get_topology_info("endless").extra["batches"] >= 2, timeout=60)
+        cluster.deactivate("endless")
+        cluster.wait_idle("endless")  # batches already read from the spout still run
+        paused = cluster.get_topology_info("endless")
+        assert paused.status == "INACTIVE"
+        assert cluster.wait_idle("endless")
+        assert cluster.get_topology_info("endless").extra["batches"] == paused.extra["batches"]
+        cluster.activate("endless")
+        wait_until(
+            lambda: cluster.get_topology_info("endless").extra["batches"] > paused.extra["batches"],
+            timeout=60,
+        )
+        cluster.deactivate("endless")
+        assert cluster.wait_idle("endless")
+        batches = cluster.get_topology_info("endless").extra["batches"]
+        # Every batch is exactly [a, b] (batches of two from a cycle of two), once each.
+        assert MemoryMapState.contents(factory) == {("a",): batches, ("b",): batches}
+    finally:
+        cluster.shutdown()
