@@ -331,27 +331,34 @@ class GroupedStream:
         return self.stream
 
 
-def _aggregate(
-    stream: Stream, group: Fields | None, inputs: Fields, aggregator: Any, outputs: Fields
-) -> Stream:
-    keys = group if group is not None else Fields([])
-    output = Fields([*keys, *outputs])
-    grouping = (
-        {"grouping": "fields", "fields": keys} if group is not None else {"grouping": "global"}
+def _to_groups(stream: Stream, keys: Fields, inputs: Fields, aggregator: Any) -> Stream:
+    """Repartition ``stream`` so each group (``keys``; none: the whole batch) is in one
+    partition; a combiner aggregator first combines each partition's groups (map-side),
+    so only partials move."""
+    grouping: dict[str, Any] = (
+        {"grouping": "fields", "fields": keys} if len(keys) else {"grouping": "global"}
     )
     if isinstance(aggregator, CombinerAggregator):
-        partial = stream._add(
+        stream = stream._add(
             "combine_partial",
             Fields([*keys, PARTIAL_FIELD]),
             inputs=inputs,
             aggregator=aggregator,
             group=keys,
         )
-        moved = partial._add("partition", partial.output_fields, **grouping)
+    return stream._add("partition", stream.output_fields, **grouping)
+
+
+def _aggregate(
+    stream: Stream, group: Fields | None, inputs: Fields, aggregator: Any, outputs: Fields
+) -> Stream:
+    keys = group if group is not None else Fields([])
+    output = Fields([*keys, *outputs])
+    moved = _to_groups(stream, keys, inputs, aggregator)
+    if isinstance(aggregator, CombinerAggregator):
         return moved._add(
             "combine_final", output, aggregator=aggregator, group=keys, whole_batch=True
         )
-    moved = stream._add("partition", stream.output_fields, **grouping)
     return moved._add(
         "partition_aggregate",
         output,
@@ -375,27 +382,16 @@ def _persist(
             "Trident persistent_aggregate needs a CombinerAggregator or ReducerAggregator "
             f"(state is updated value by value), got {type(aggregator).__name__}"
         )
-    grouping = {"grouping": "fields", "fields": group} if len(group) else {"grouping": "global"}
+    moved = _to_groups(stream, group, inputs, aggregator)
+    mode = "combiner" if isinstance(aggregator, CombinerAggregator) else "reducer"
+    params = {
+        "mode": mode,
+        "aggregator": aggregator,
+        "group": group,
+        "inputs": inputs,
+        "factory": factory,
+    }
     output = Fields([*group, *outputs])
-    if isinstance(aggregator, CombinerAggregator):
-        partial = stream._add(
-            "combine_partial",
-            Fields([*group, PARTIAL_FIELD]),
-            inputs=inputs,
-            aggregator=aggregator,
-            group=group,
-        )
-        moved = partial._add("partition", partial.output_fields, **grouping)
-        params = {"mode": "combiner", "aggregator": aggregator, "group": group, "factory": factory}
-    else:
-        moved = stream._add("partition", stream.output_fields, **grouping)
-        params = {
-            "mode": "reducer",
-            "aggregator": aggregator,
-            "group": group,
-            "inputs": inputs,
-            "factory": factory,
-        }
     node = stream._topology.add_node("persist", [moved.node], output, params)
     return TridentState(stream._topology, node, factory)
 
