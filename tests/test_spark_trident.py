@@ -238,3 +238,47 @@ def test_deactivate_stops_polling_the_spout_until_activate(spark: Any, tmp_path:
         assert MemoryMapState.contents(factory) == {("a",): batches, ("b",): batches}
     finally:
         cluster.shutdown()
+
+
+class Words(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for word in tup[0].split():
+            if word == "boom":
+                raise ValueError("no boom allowed")
+            collector.emit([word])
+
+
+def test_drpc_queries_a_state_on_spark(spark: Any, tmp_path: Path) -> None:
+    from squall.drpc import DRPCExecutionError, LocalDRPC
+    from squall.trident import FilterNull, MapGet, Sum
+
+    topology = TridentTopology()
+    spout = FixedBatchSpout(Fields("sentence"), 3, ["the cow jumped"], ["four score"])
+    counts = (
+        topology.new_stream("spout1", spout)
+        .each(Fields("sentence"), Split(), Fields("word"))
+        .group_by(Fields("word"))
+        .persistent_aggregate(MemoryMapState.factory(), Count(), Fields("count"))
+        .parallelism_hint(4)
+    )
+    conf = Config()
+    conf["topology.spark.batch.retries"] = 0
+    with LocalDRPC(timeout_secs=120) as drpc:
+        (
+            topology.new_drpc_stream("words", drpc)
+            .each(Fields("args"), Words(), Fields("word"))
+            .group_by(Fields("word"))
+            .state_query(counts, Fields("word"), MapGet(), Fields("count"))
+            .each(Fields("count"), FilterNull())
+            .aggregate(Fields("count"), Sum(), Fields("sum"))
+        )
+        cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+        try:
+            cluster.submit_topology("wc", conf, topology.build())
+            assert cluster.wait_idle("wc")
+            assert drpc.execute("words", "cow four") == "[[2]]"  # API.md's example
+            with pytest.raises(DRPCExecutionError, match="no boom allowed"):
+                drpc.execute("words", "cow boom")
+            assert drpc.execute("words", "the jumped score nothing") == "[[3]]"
+        finally:
+            cluster.shutdown()

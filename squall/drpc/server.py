@@ -255,6 +255,8 @@ class DRPCServer:
             send results back to; ``host`` by default (this machine's name when ``host``
             is a wildcard address).
         clock: Where request deadlines are read.
+        broker: serve this existing broker (a ``LocalDRPC``'s ``broker``, to reach it
+            from other processes) instead of a new one.
     """
 
     def __init__(
@@ -264,6 +266,7 @@ class DRPCServer:
         timeout_secs: float = DEFAULT_TIMEOUT_SECS,
         advertised_host: str | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        broker: DRPCBroker | None = None,
     ) -> None:
         if not timeout_secs > 0:
             raise ValueError(f"a DRPC timeout must be positive, not {timeout_secs!r}")
@@ -273,6 +276,8 @@ class DRPCServer:
         self._advertised_host = advertised_host
         self._clock = clock
         self._broker: DRPCBroker | None = None
+        #: An existing broker to serve (e.g. a ``LocalDRPC``'s), instead of a new one.
+        self._given_broker = broker
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -294,7 +299,7 @@ class DRPCServer:
             if advertised is None:
                 advertised = socket.gethostname() if self.host in _WILDCARD_HOSTS else self.host
             return_info = {"kind": "http", "host": advertised, "port": port}
-            broker = DRPCBroker(self.timeout_secs, return_info, self._clock)
+            broker = self._given_broker or DRPCBroker(self.timeout_secs, return_info, self._clock)
             httpd.broker = broker
             thread = threading.Thread(
                 target=httpd.serve_forever,

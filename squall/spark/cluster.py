@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import sys
 import tempfile
 import time
 import uuid
@@ -18,7 +17,8 @@ from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
-from squall.spark.plan import TridentPlan, trident_plan
+from squall.spark.pickling import check_picklable, pickle_user_code_by_value
+from squall.spark.plan import TridentPlan, trident_plans
 from squall.spark.runner import TridentRunner
 from squall.spark.session import get_session
 from squall.spark.source import SOURCE_NAME, SpoutSource
@@ -30,86 +30,24 @@ DEFAULT_BATCH_INTERVAL_MS = 100
 
 
 @dataclass
-class _Running:
-    name: str
-    topology: StormTopology
+class _Query:
+    """One streaming query of a topology: a batch source and the segments it feeds."""
+
     plan: TridentPlan
     query: Any
     runner: TridentRunner
     directory: str
+
+
+@dataclass
+class _Running:
+    name: str
+    topology: StormTopology
+    queries: list[_Query]
     run_key: str
     started: float
+    bridges: list[Any]
     status: str = "ACTIVE"
-
-
-def find_unpicklable(value: Any, path: str, depth: int = 0) -> str | None:
-    """The path of the first attribute of ``value`` that cannot be pickled, or None."""
-    try:
-        cloudpickle.dumps(value)
-        return None
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-    if depth < 8:
-        children: list[tuple[str, Any]] = []
-        if isinstance(value, dict):
-            children = [(f"{path}[{k!r}]", v) for k, v in value.items()]
-        elif isinstance(value, list | tuple):
-            children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
-        elif hasattr(value, "__dict__"):
-            children = [(f"{path}.{k}", v) for k, v in vars(value).items()]
-        for child_path, child in children:
-            found = find_unpicklable(child, child_path, depth + 1)
-            if found:
-                return found
-    return f"{path} ({type(value).__name__}; {reason})"
-
-
-def _user_modules(value: Any, found: dict[str, Any], seen: set[int], depth: int = 0) -> None:
-    """Collect the modules of user code reachable from ``value`` (classes and functions
-    defined outside installed packages and squall)."""
-    if id(value) in seen or depth > 8:
-        return
-    seen.add(id(value))
-    for candidate in (value, type(value)):
-        module = sys.modules.get(getattr(candidate, "__module__", "") or "")
-        path = getattr(module, "__file__", None) or ""
-        if (
-            module is not None
-            and path
-            and "site-packages" not in path
-            and not module.__name__.startswith(("squall", "pyspark", "builtins"))
-            and not path.startswith(sys.base_prefix)
-        ):
-            found[module.__name__] = module
-    if isinstance(value, dict):
-        children: list[Any] = list(value.values())
-    elif isinstance(value, list | tuple | set | frozenset):
-        children = list(value)
-    elif hasattr(value, "__dict__") and not isinstance(value, type):
-        children = list(vars(value).values())
-    else:
-        children = []
-    for child in children:
-        _user_modules(child, found, seen, depth + 1)
-
-
-def pickle_user_code_by_value(topology: StormTopology) -> list[str]:
-    """Make user modules travel with the pickled components.
-
-    A topology loaded from a file (``squall run app.py``) lives in a module Spark's
-    Python workers cannot import; pickling its code by value lets them run it anyway.
-    Returns the module names.
-    """
-    from pyspark import cloudpickle as spark_cloudpickle
-
-    found: dict[str, Any] = {}
-    seen: set[int] = set()
-    for spec in topology:
-        _user_modules(spec.component, found, seen)
-    for module in found.values():
-        cloudpickle.register_pickle_by_value(module)
-        spark_cloudpickle.register_pickle_by_value(module)
-    return sorted(found)
 
 
 class SparkCluster(TopologyRegistry[_Running]):
@@ -166,17 +104,32 @@ class SparkCluster(TopologyRegistry[_Running]):
         conf = dict(conf or {})
         with self._lock:
             self._claim(name)
-        plan = trident_plan(topology)
         pickle_user_code_by_value(topology)
+        plans = trident_plans(topology)  # first: what the engine cannot run at all
         for spec in topology:
-            culprit = find_unpicklable(spec.component, spec.component_id)
-            if culprit:
-                raise InvalidTopologyError(
-                    f"component {spec.component_id!r} cannot be sent to Spark executors: "
-                    f"{culprit} cannot be pickled; create such resources in "
-                    "prepare/open instead of __init__"
-                )
-        directory = os.path.join(self.checkpoint_dir, name)
+            check_picklable(spec.component, spec.component_id)
+        run_key = f"{name}-{uuid.uuid4().hex}"
+        bridges: list[Any] = []
+        queries: list[_Query] = []
+        try:
+            for plan in plans:
+                queries.append(self._start_query(name, conf, plan, run_key, bridges))
+        except BaseException:
+            for started in queries:
+                started.query.stop()
+            for bridge in bridges:
+                bridge.stop()
+            raise
+        with self._lock:
+            self._topologies[name] = _Running(
+                name, topology, queries, run_key, time.monotonic(), bridges
+            )
+
+    def _start_query(
+        self, name: str, conf: dict[str, Any], plan: TridentPlan, run_key: str, bridges: list[Any]
+    ) -> _Query:
+        """Write the source's files and start the streaming query of ``plan``."""
+        directory = os.path.join(self.checkpoint_dir, name, plan.spout_id.replace("/", "_"))
         os.makedirs(directory, exist_ok=True)
         spout_file = os.path.join(directory, "spout.pickle")
         with open(spout_file, "wb") as handle:
@@ -187,98 +140,127 @@ class SparkCluster(TopologyRegistry[_Running]):
         pause_file = os.path.join(directory, "paused")
         if os.path.exists(pause_file):
             os.remove(pause_file)
-        run_key = f"{name}-{uuid.uuid4().hex}"
         log_dir = os.path.join(directory, "spout-log")
         runner = TridentRunner(plan, conf, run_key, self.spark, SpoutLog(log_dir))
-        interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
-        stream = (
+        reader = (
             self.spark.readStream.format(SOURCE_NAME)
             .option("log", log_dir)
             .option("spout", spout_file)
             .option("routes", routes_file)
             .option("pause", pause_file)
-            .load()
         )
+        if plan.drpc_function is not None:
+            host, port = self._drpc_address(plan, conf, bridges)
+            reader = (
+                reader.option("drpc_function", plan.drpc_function)
+                .option("drpc_host", host)
+                .option("drpc_port", str(port))
+            )
+        interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         query = (
-            stream.writeStream.foreachBatch(runner)
+            reader.load()
+            .writeStream.foreachBatch(runner)
             .option("checkpointLocation", os.path.join(directory, "checkpoint"))
             .trigger(processingTime=f"{interval} milliseconds")
-            .queryName(f"squall-{name}")
+            .queryName(f"squall-{name}-{plan.spout_id.replace('/', '_')}")
             .start()
         )
-        with self._lock:
-            self._topologies[name] = _Running(
-                name, topology, plan, query, runner, directory, run_key, time.monotonic()
-            )
+        return _Query(plan, query, runner, directory)
+
+    def _drpc_address(
+        self, plan: TridentPlan, conf: dict[str, Any], bridges: list[Any]
+    ) -> tuple[str, int]:
+        """Where the source fetches DRPC requests: a loopback server in front of a
+        ``LocalDRPC`` of this process, or the DRPC server named in the configuration."""
+        if plan.drpc is None:
+            servers = conf.get("drpc.servers") or ["127.0.0.1"]
+            return str(servers[0]), int(conf.get("drpc.port") or 3772)
+        from squall.drpc import DRPCServer
+
+        bridge = DRPCServer("127.0.0.1", 0, broker=plan.drpc.broker).start()
+        bridges.append(bridge)
+        return "127.0.0.1", bridge.port
 
     def wait_idle(self, name: str, timeout_secs: float = 60.0) -> bool:
-        """Process every batch the spout has now; False if the query stopped or failed."""
+        """Process every batch the spouts have now; False if a query stopped or failed."""
         running = self._get(name)
-        try:
-            running.query.processAllAvailable()
-        except Exception as exc:  # the query failed: reported by get_topology_info
-            running.status = "FAILED"
-            running.runner._record(exc)
-            return False
+        for item in running.queries:
+            try:
+                item.query.processAllAvailable()
+            except Exception as exc:  # the query failed: reported by get_topology_info
+                running.status = "FAILED"
+                item.runner._record(exc)
+                return False
         return True
 
     def deactivate(self, name: str) -> None:
-        """Stop polling the spout (batches already planned still run)."""
+        """Stop polling the spouts (batches already read still run)."""
         running = self._get(name)
-        open(os.path.join(running.directory, "paused"), "w").close()
+        for item in running.queries:
+            open(os.path.join(item.directory, "paused"), "w").close()
         running.status = "INACTIVE"
 
     def activate(self, name: str) -> None:
-        """Resume polling the spout."""
+        """Resume polling the spouts."""
         running = self._get(name)
-        pause = os.path.join(running.directory, "paused")
-        if os.path.exists(pause):
-            os.remove(pause)
+        for item in running.queries:
+            pause = os.path.join(item.directory, "paused")
+            if os.path.exists(pause):
+                os.remove(pause)
         running.status = "ACTIVE"
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
-        """Stop the query (after the batch in progress) and release the operations."""
+        """Stop the queries (after the batches in progress) and release the operations."""
         running = self._get(name)
         try:
-            running.query.stop()
+            for item in running.queries:
+                item.query.stop()
         finally:
+            for bridge in running.bridges:
+                bridge.stop()
             for processor in forget(running.run_key):
                 processor.cleanup()
             with self._lock:
                 self._topologies.pop(name, None)
 
     def get_topology_info(self, name: str) -> TopologyInfo:
-        """Micro-batch figures and errors (``extra``), and the components."""
+        """Micro-batch figures and errors (``extra``: of the first query, the spout's;
+        ``extra["queries"]``: every query's), and the components."""
         running = self._get(name)
-        figures = running.runner.figures
-        exception = running.query.exception() if not running.query.isActive else None
-        status = running.status if running.query.isActive else ("FAILED" if exception else "KILLED")
-        components = {
-            running.plan.spout_id: ComponentStats(
-                running.plan.spout_id,
+        status = running.status
+        components: dict[str, ComponentStats] = {}
+        per_query: dict[str, Any] = {}
+        for item in running.queries:
+            figures = item.runner.figures
+            if not item.query.isActive:
+                status = "FAILED" if item.query.exception() else "KILLED"
+            components[item.plan.spout_id] = ComponentStats(
+                item.plan.spout_id,
                 "spout",
                 [0],
                 emitted=figures.rows_total,
                 errors=list(figures.errors),
+                errors_total=len(figures.errors),
             )
-        }
-        for segment in running.plan.segments:
-            components[segment.component_id] = ComponentStats(
-                segment.component_id, "bolt", list(range(segment.tasks))
-            )
+            for segment in item.plan.segments:
+                components[segment.component_id] = ComponentStats(
+                    segment.component_id, "bolt", list(range(segment.tasks))
+                )
+            per_query[item.plan.spout_id] = {
+                "batches": figures.batches,
+                "last_batch_id": figures.last_batch_id,
+                "last_batch_rows": figures.last_rows,
+                "last_batch_ms": figures.last_duration_ms,
+                "retries": figures.retries,
+            }
+        first = per_query[running.queries[0].plan.spout_id]
         return TopologyInfo(
             name=name,
             status=status,
             uptime_secs=time.monotonic() - running.started,
             workers=0,
             components=components,
-            extra={
-                "batches": figures.batches,
-                "last_batch_id": figures.last_batch_id,
-                "last_batch_rows": figures.last_rows,
-                "last_batch_ms": figures.last_duration_ms,
-                "retries": figures.retries,
-            },
+            extra={**first, "queries": per_query},
         )
 
     def get_topology(self, name: str) -> StormTopology:
@@ -293,4 +275,4 @@ class SparkCluster(TopologyRegistry[_Running]):
             self.spark.stop()
 
 
-__all__ = ["SparkCluster", "find_unpicklable", "pickle"]
+__all__ = ["SparkCluster", "pickle"]

@@ -8,14 +8,17 @@ micro-batches: one micro-batch is one transaction (txid = batch id + 1).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
+from squall.spark.pickling import check_picklable
 from squall.trident.segment import TridentSegment
-from squall.trident.sources import TridentSpoutAdapter
+from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
 from squall.trident.spouts import BatchSpout
 
 UNSUPPORTED_HINT = "run it on LocalCluster for now"
@@ -49,27 +52,33 @@ class SegmentPlan:
 
 @dataclass
 class TridentPlan:
-    """The spout and the segments, in topological order."""
+    """One batch source (a spout, or a DRPC stream) and the segments it feeds, in
+    topological order: one streaming query."""
 
     spout_id: str
-    spout: BatchSpout
+    spout: BatchSpout | None
     spout_fields: tuple[str, ...]
     spout_outputs: list[Edge]
     segments: list[SegmentPlan]
+    drpc_function: str | None = None
+    drpc: Any = None
 
 
 def _unsupported(what: str) -> InvalidTopologyError:
     return InvalidTopologyError(f"the Spark engine does not run {what} yet; {UNSUPPORTED_HINT}")
 
 
-def trident_plan(topology: StormTopology) -> TridentPlan:
-    """Read the Trident plan of ``topology``.
+def trident_plans(topology: StormTopology) -> list[TridentPlan]:
+    """The plans of ``topology``: one per batch source (the regular spout first).
+
+    Segments are copies: the Spark run may rewire them (DRPC results) without touching
+    the topology object, which ``LocalCluster`` can still run.
 
     Raises:
         InvalidTopologyError: the topology uses a feature the Spark engine does not run
             (the message names it and suggests LocalCluster).
     """
-    spouts = []
+    sources: list[tuple[str, Any]] = []
     segments: dict[str, Any] = {}
     for spec in topology:
         component = spec.component
@@ -78,10 +87,7 @@ def trident_plan(topology: StormTopology) -> TridentPlan:
         if spec.is_spout:
             if type(component).__name__ != "TransactionalSpoutCoordinator":
                 raise _unsupported(f"core spout/bolt topologies (spout {spec.component_id!r})")
-            source = type(inner).__name__
-            if source == "DRPCSource":
-                raise _unsupported(f"Trident DRPC streams ({spec.component_id!r})")
-            if source != "SpoutGroupSource":
+            if type(inner).__name__ not in ("SpoutGroupSource", "DRPCSource"):
                 raise _unsupported(f"transactional topologies ({spec.component_id!r})")
         elif isinstance(inner, TridentSpoutAdapter):
             if not isinstance(inner.spout, BatchSpout):
@@ -89,15 +95,18 @@ def trident_plan(topology: StormTopology) -> TridentPlan:
                     f"partitioned Trident spouts ({inner.stream_id!r}, "
                     f"{type(inner.spout).__name__})"
                 )
-            spouts.append((spec.component_id, inner))
+            sources.append((spec.component_id, inner))
+        elif isinstance(inner, DRPCSpoutAdapter):
+            sources.append((spec.component_id, _drpc_source(topology, spec.component_id)))
         elif isinstance(bolt, TridentSegment):
-            segments[spec.component_id] = (spec, bolt)
+            check_picklable(component, spec.component_id)
+            segments[spec.component_id] = (spec, _detached(bolt))
         else:
             raise _unsupported(f"component {spec.component_id!r} ({type(component).__name__})")
-    if len(spouts) != 1:
-        raise _unsupported(f"Trident topologies with {len(spouts)} spouts (one is supported)")
-    spout_id, adapter = spouts[0]
-    ordered = _topological(topology, list(segments), spout_id)
+    regular = [s for s in sources if isinstance(s[1], TridentSpoutAdapter)]
+    if len(regular) > 1:
+        raise _unsupported(f"Trident topologies with {len(regular)} spouts (one is supported)")
+    ordered = _topological(topology, list(segments), {sid for sid, _ in sources})
     plans = {
         cid: SegmentPlan(
             index,
@@ -108,7 +117,7 @@ def trident_plan(topology: StormTopology) -> TridentPlan:
         )
         for index, cid in enumerate(ordered)
     }
-    spout_outputs: list[Edge] = []
+    source_edges: dict[str, list[Edge]] = {sid: [] for sid, _ in sources}
     for cid in ordered:
         spec = topology.get_component(cid)
         for sub in spec.inputs:
@@ -123,31 +132,74 @@ def trident_plan(topology: StormTopology) -> TridentPlan:
                 spec.num_tasks,
             )
             plans[cid].inputs.append(edge)
-            if sub.source == spout_id:
-                spout_outputs.append(edge)
+            if sub.source in source_edges:
+                source_edges[sub.source].append(edge)
             else:
                 plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
-    return TridentPlan(
-        spout_id,
-        adapter.spout,
-        tuple(adapter.fields),
-        spout_outputs,
-        [plans[cid] for cid in ordered],
+    result = []
+    for source_id, source in sorted(sources, key=lambda s: isinstance(s[1], tuple)):
+        reached = _reached(topology, source_id, set(segments))
+        members = [plans[cid] for cid in ordered if cid in reached]
+        if isinstance(source, TridentSpoutAdapter):
+            result.append(
+                TridentPlan(
+                    source_id, source.spout, tuple(source.fields), source_edges[source_id], members
+                )
+            )
+        else:
+            function, drpc = source
+            result.append(
+                TridentPlan(
+                    source_id, None, ("args",), source_edges[source_id], members, function, drpc
+                )
+            )
+    return result
+
+
+def _detached(segment: TridentSegment) -> TridentSegment:
+    """A copy of ``segment`` whose processors keep only their own graph node: a node
+    refers to its parents, and through them to the whole upstream graph (spouts, a
+    ``LocalDRPC``), which must not travel to executors."""
+    copied = copy.deepcopy(segment)
+    for processor in copied.processors:
+        processor.node = dataclasses.replace(processor.node, parents=[])
+    return copied
+
+
+def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, Any]:
+    """``(function, drpc)`` of the DRPC stream whose emitter is ``emitter_id``."""
+    coordinator = next(
+        s.source for s in topology.get_component(emitter_id).inputs if s.stream_id == "$batch"
     )
+    source = topology.get_component(coordinator).component.spout
+    return source.function, source.drpc
 
 
-def _topological(topology: StormTopology, segments: list[str], spout_id: str) -> list[str]:
+def _reached(topology: StormTopology, source: str, segments: set[str]) -> set[str]:
+    reached: set[str] = set()
+    frontier = [source]
+    while frontier:
+        current = frontier.pop()
+        for cid in segments - reached:
+            inputs = topology.get_component(cid).inputs
+            if any(s.source == current and not s.stream_id.startswith(("$", "__")) for s in inputs):
+                reached.add(cid)
+                frontier.append(cid)
+    return reached
+
+
+def _topological(topology: StormTopology, segments: list[str], sources: set[str]) -> list[str]:
     done: list[str] = []
     remaining = list(segments)
     while remaining:
         progressed = False
         for cid in list(remaining):
-            sources = {
+            inputs = {
                 s.source
                 for s in topology.get_component(cid).inputs
-                if not s.stream_id.startswith(("$", "__")) and s.source != spout_id
+                if not s.stream_id.startswith(("$", "__")) and s.source not in sources
             }
-            if sources <= set(done):
+            if inputs <= set(done):
                 done.append(cid)
                 remaining.remove(cid)
                 progressed = True

@@ -13,7 +13,8 @@ from squall.runtime.metrics import ErrorInfo
 from squall.spark.plan import SegmentPlan, TridentPlan
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import STAGE_SCHEMA, SegmentStage
-from squall.trident.processors import StateProcessor
+from squall.trident.processors import DRPCReturnProcessor, StateProcessor
+from squall.trident.sources import resolve_drpc
 from squall.trident.state.memory_state import MemoryMapStateFactory
 
 logger = logging.getLogger("squall")
@@ -23,14 +24,33 @@ DEFAULT_RETRIES = 3
 
 
 def runs_on_driver(segment: SegmentPlan) -> bool:
-    """Committers (state updates, applied in txid order) and segments using in-process
-    memory state run on the driver; the other segments run on executors."""
+    """Committers (state updates, applied in txid order), segments using in-process
+    memory state and the return step of a DRPC stream run on the driver; the other
+    segments run on executors."""
     if segment.committer:
         return True
     return any(
-        isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory)
+        (isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory))
+        or isinstance(p, DRPCReturnProcessor)
         for p in segment.segment.processors
     )
+
+
+class DRPCReturns:
+    """Returns a DRPC stream's results from the driver: the request of each
+    transaction is the one the source logged with its batch."""
+
+    def __init__(self, drpc: Any, conf: dict[str, Any]) -> None:
+        self.drpc = resolve_drpc(drpc, conf)
+        self.requests: dict[int, str] = {}
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        """Nothing to open: the driver holds the DRPC connection."""
+
+    def return_result(self, attempt: Any, result: str) -> None:
+        request_id = self.requests.pop(attempt.transaction_id, "")
+        if request_id:
+            self.drpc.result(request_id, result)
 
 
 class BatchFigures:
@@ -64,17 +84,38 @@ class TridentRunner:
         self.spark = spark
         self.figures = BatchFigures()
         self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
+        self.returns: DRPCReturns | None = None
+        if plan.drpc_function is not None:
+            self.returns = DRPCReturns(plan.drpc, conf)
+            for segment in plan.segments:
+                for processor in segment.segment.processors:
+                    if isinstance(processor, DRPCReturnProcessor):
+                        processor.resolver = self.returns
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
+        request_id = ""
+        if self.returns is not None:  # a DRPC batch: one request, named on its rows
+            first = frame.select("meta").first()
+            if first is None:
+                return
+            request_id = first["meta"]
+        rows = 0
         for attempt in range(self.retries + 1):
             try:
+                if self.returns is not None:
+                    self.returns.requests[batch_id + 1] = request_id
                 rows = self._run(frame, batch_id)
                 break
             except Exception as exc:
                 self._record(exc)
                 if attempt == self.retries:
-                    raise
+                    if self.returns is None:
+                        raise
+                    # A DRPC request fails alone: its client gets the error, the stream
+                    # goes on with the next request.
+                    self.returns.requests.pop(batch_id + 1, None)
+                    self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
                 self.figures.retries += 1
                 logger.warning("batch %d failed (%s); running it again", batch_id, exc)
         figures = self.figures
@@ -123,14 +164,14 @@ class TridentRunner:
             stage = SegmentStage(segment, txid, self.conf, self.run_key)
             if runs_on_driver(segment):
                 by_partition: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
-                for row in inputs.select("port", "target", "values").collect():
+                for row in inputs.select("port", "target", "values").collect():  # driver
                     by_partition[row["target"]].append((row["port"], row["values"]))
                 produced = []
                 for partition in range(segment.tasks):
                     produced.extend(stage.run_partition(partition, by_partition.get(partition, [])))
                 if segment.outputs:
                     frames[segment.component_id] = self.spark.createDataFrame(
-                        produced, STAGE_SCHEMA
+                        [(*row, "") for row in produced], STAGE_SCHEMA
                     )
                 continue
             output = inputs.repartitionById(segment.tasks, "target").mapInArrow(

@@ -27,7 +27,7 @@ from squall.spark.stages import route_pickled, rows_to_arrow
 
 SOURCE_NAME = "squall_spout"
 #: Rows leave the source already routed to the first segments (see ``stages``).
-SCHEMA = "dest int, port string, target int, values binary"
+SCHEMA = "dest int, port string, target int, values binary, meta string"
 
 
 class _Rows:
@@ -58,12 +58,18 @@ class SpoutStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.log = SpoutLog(options["log"])
         self.pause_file = options["pause"]
+        self.drpc: Any = None
+        if options.get("drpc_function"):
+            from squall.drpc import DRPCInvocationsClient
+
+            self.drpc_function = options["drpc_function"]
+            self.drpc = DRPCInvocationsClient(options["drpc_host"], int(options["drpc_port"]))
         with open(options["routes"], "rb") as handle:
             self.edges, self.fields = pickle.load(handle)
         # Each batch is read in as many slices as its first segments have tasks.
         self.slices = max([1, *(edge.tasks for edge in self.edges)])
         spout = self.log.last_spout()
-        if spout is None:
+        if spout is None and self.drpc is None:
             with open(options["spout"], "rb") as handle:
                 spout = pickle.load(handle)
             spout.open({}, None)
@@ -81,6 +87,12 @@ class SpoutStreamReader(DataSourceStreamReader):
         if position < self.size:
             return {"batch": position + 1}
         if os.path.exists(self.pause_file):
+            return {"batch": self.size}
+        if self.drpc is not None:  # a DRPC stream: one request per batch
+            request = self.drpc.fetch_request(self.drpc_function)
+            if request is not None:
+                self.log.append(self.size, [[request.args]], None, request.request_id)
+                self.size += 1
             return {"batch": self.size}
         rows = _Rows()
         self.spout.emit_batch(self.size + 1, rows)
@@ -102,9 +114,12 @@ class SpoutStreamReader(DataSourceStreamReader):
         index = partition.index  # type: ignore[attr-defined]
         part, slices = partition.slice_index, partition.slices  # type: ignore[attr-defined]
         blobs = self.log.rows(index)[part::slices]
-        yield rows_to_arrow(route_pickled(self.edges, self.fields, part, blobs), pa)
+        meta = self.log.meta(index)
+        yield rows_to_arrow(route_pickled(self.edges, self.fields, part, blobs), pa, meta)
 
     def commit(self, end: dict[str, int]) -> None:
+        if self.spout is None:
+            return
         for batch_id in range(self.acked + 1, end["batch"] + 1):
             self.spout.ack(batch_id)
         self.acked = max(self.acked, end["batch"])

@@ -33,7 +33,7 @@ class SpoutLog:
             count += 1
         return count
 
-    def append(self, index: int, rows: list[list[Any]], spout: Any) -> None:
+    def append(self, index: int, rows: list[list[Any]], spout: Any, meta: str = "") -> None:
         """Write batch ``index`` (its rows, each pickled, and the spout after it),
         atomically."""
         blobs = [pickle.dumps(values, pickle.HIGHEST_PROTOCOL) for values in rows]
@@ -44,16 +44,25 @@ class SpoutLog:
             handle.flush()
             os.fsync(handle.fileno())
         with open(self._path(index) + ".count", "w") as handle:
-            handle.write(str(len(blobs)))
+            handle.write(f"{len(blobs)}\n{meta}")
         os.replace(temporary, self._path(index))
 
     def count(self, index: int) -> int:
         """Number of tuples in batch ``index`` (0 if it is not logged)."""
         try:
             with open(self._path(index) + ".count") as handle:
-                return int(handle.read())
+                return int(handle.readline())
         except (OSError, ValueError):
             return 0
+
+    def meta(self, index: int) -> str:
+        """What the source noted with batch ``index`` (a DRPC request id), or ""."""
+        try:
+            with open(self._path(index) + ".count") as handle:
+                handle.readline()
+                return handle.read()
+        except OSError:
+            return ""
 
     def rows(self, index: int) -> list[bytes]:
         """The rows of batch ``index``, each pickled."""

@@ -26,7 +26,7 @@ from squall.spark.plan import Edge, SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
 
-STAGE_SCHEMA = "dest int, port string, target int, values binary"
+STAGE_SCHEMA = "dest int, port string, target int, values binary, meta string"
 PICKLE = pickle.HIGHEST_PROTOCOL
 
 #: Prepared processors per (topology run, segment, partition) in this process.
@@ -187,16 +187,18 @@ class SegmentStage:
         return run
 
 
-def rows_to_arrow(rows: list[Row], pa: Any) -> Any:
-    """An Arrow record batch of stage rows."""
+def rows_to_arrow(rows: list[Row], pa: Any, meta: str = "") -> Any:
+    """An Arrow record batch of stage rows; ``meta`` (the source's note about its batch,
+    e.g. a DRPC request id) is repeated on each row."""
     return pa.RecordBatch.from_arrays(
         [
             pa.array([r[0] for r in rows], pa.int32()),
             pa.array([r[1] for r in rows], pa.string()),
             pa.array([r[2] for r in rows], pa.int32()),
             pa.array([r[3] for r in rows], pa.binary()),
+            pa.array([meta] * len(rows), pa.string()),
         ],
-        names=["dest", "port", "target", "values"],
+        names=["dest", "port", "target", "values", "meta"],
     )
 
 
