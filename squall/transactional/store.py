@@ -13,12 +13,40 @@ import os
 import pickle
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
 from squall.model.config import Config
 
 STORE_FILE = "coordination.sqlite"
+
+
+def connect_sqlite(path: str, timeout: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    """A connection in WAL mode with a busy timeout, safe while other threads and
+    processes open the same file.
+
+    WAL mode is stored in the file, so it is set only when the file is not in WAL yet;
+    switching needs a lock that SQLite does not wait for, so a switch that finds the file
+    locked (another opener is switching) is tried again, up to ``timeout`` seconds.
+    """
+    connection = sqlite3.connect(
+        path, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                connection.close()
+                raise
+            time.sleep(0.01)
+    connection.execute(f"PRAGMA synchronous={synchronous}")
+    return connection
 
 
 class CoordinationStore(ABC):
@@ -88,9 +116,7 @@ class SqliteCoordinationStore(CoordinationStore):
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
+            connection = connect_sqlite(self.path, 30.0)
             self._local.connection = connection
         return connection
 

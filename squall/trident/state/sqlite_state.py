@@ -17,6 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from squall.transactional.store import connect_sqlite
 from squall.trident.state.base import BackingMap, StateError, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import (
@@ -163,11 +164,7 @@ class SqliteMapState(BackingMap):
         pid = os.getpid()
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None or self._local.pid != pid:
-            connection = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(f"PRAGMA synchronous={self.synchronous}")
+            connection = connect_sqlite(self.path, self.timeout, self.synchronous)
             self._local.connection = connection
             self._local.pid = pid
             with self._connections_lock:
