@@ -7,6 +7,7 @@ metadata must emit exactly the same tuples, so a replayed batch is identical.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.model.components import Component
@@ -51,17 +52,17 @@ class Emitter(Protocol):
         """Release resources."""
 
 
-class TransactionalSpout(Component):
+class TransactionalSpout(Component, ABC):
     """Storm's ``ITransactionalSpout``: implement ``get_coordinator`` and ``get_emitter``,
     and declare the emitted fields (the first one holds the ``TransactionAttempt``)."""
 
+    @abstractmethod
     def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
         """The coordinator, created once in the coordinator task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
 
+    @abstractmethod
     def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
         """An emitter, created once in each emitter task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
 
 
 class PartitionedCoordinator(Protocol):
@@ -103,19 +104,19 @@ class PartitionedEmitter(Protocol):
         """Release resources."""
 
 
-class PartitionedTransactionalSpout(Component):
+class PartitionedTransactionalSpout(Component, ABC):
     """Storm's ``IPartitionedTransactionalSpout``: the data is split in partitions
     (e.g. a queue's shards); each emitter task emits the partitions ``p`` with
     ``p % emitter_tasks == task_index``, keeping per-partition metadata per transaction
     in the coordination store so replays are identical."""
 
+    @abstractmethod
     def get_coordinator(self, conf: dict[str, Any], context: Any) -> PartitionedCoordinator:
         """The coordinator, created once in the coordinator task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
 
+    @abstractmethod
     def get_emitter(self, conf: dict[str, Any], context: Any) -> PartitionedEmitter:
         """An emitter, created once in each emitter task."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
 
 
 class PartitionedSpoutAdapter(TransactionalSpout):

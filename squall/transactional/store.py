@@ -68,7 +68,7 @@ class CoordinationStore(ABC):
     def keys(self, namespace: str) -> list[str]:
         """Every key of ``namespace``, sorted."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless overridden
+    def close(self) -> None:
         """Release resources (nothing to release by default)."""
 
 

@@ -7,6 +7,7 @@ accepted where a ``Function`` or ``Filter`` is expected.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,90 +41,90 @@ class Operation:
         """Called once per task when the topology is killed."""
 
 
-class Function(Operation):
+class Function(Operation, ABC):
     """``each(input_fields, function, output_fields)``: emit zero or more tuples per
     input; each emitted tuple is the input tuple with the output fields appended."""
 
+    @abstractmethod
     def execute(self, tup: TridentTuple, collector: TridentCollector) -> None:
         """Process one tuple (projected to the input fields)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement execute")
 
 
-class Filter(Operation):
+class Filter(Operation, ABC):
     """``each(input_fields, filter)`` / ``filter(...)``: keep the tuples it accepts."""
 
+    @abstractmethod
     def is_keep(self, tup: TridentTuple) -> bool:
         """Whether to keep ``tup`` (projected to the input fields)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement is_keep")
 
 
-class CombinerAggregator(Operation):
+class CombinerAggregator(Operation, ABC):
     """Aggregates by combining: ``init`` turns each tuple into a value, ``combine`` merges
     two values, ``zero`` is the value of nothing. Combined partially before tuples are
     repartitioned (map-side), then across partitions, and with stored state."""
 
+    @abstractmethod
     def init(self, tup: TridentTuple) -> Any:
         """The value of one tuple."""
-        raise NotImplementedError(f"{type(self).__name__} must implement init")
 
+    @abstractmethod
     def combine(self, value1: Any, value2: Any) -> Any:
         """Merge two values (associative and commutative)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement combine")
 
+    @abstractmethod
     def zero(self) -> Any:
         """The value of no tuple."""
-        raise NotImplementedError(f"{type(self).__name__} must implement zero")
 
 
-class ReducerAggregator(Operation):
+class ReducerAggregator(Operation, ABC):
     """Aggregates by folding tuples into a value: ``init()`` then ``reduce(curr, tup)``."""
 
+    @abstractmethod
     def init(self) -> Any:
         """The initial value."""
-        raise NotImplementedError(f"{type(self).__name__} must implement init")
 
+    @abstractmethod
     def reduce(self, curr: Any, tup: TridentTuple) -> Any:
         """Fold one tuple into ``curr``; return the new value."""
-        raise NotImplementedError(f"{type(self).__name__} must implement reduce")
 
 
-class Aggregator(Operation):
+class Aggregator(Operation, ABC):
     """The general aggregator: ``init`` per batch (and group), ``aggregate`` per tuple,
     ``complete`` at the end, emitting any number of tuples."""
 
+    @abstractmethod
     def init(self, batch_id: Any, collector: TridentCollector) -> Any:
         """Start a batch (or group); return the aggregation state."""
-        raise NotImplementedError(f"{type(self).__name__} must implement init")
 
+    @abstractmethod
     def aggregate(self, state: Any, tup: TridentTuple, collector: TridentCollector) -> None:
         """Fold one tuple into ``state`` (may emit)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement aggregate")
 
+    @abstractmethod
     def complete(self, state: Any, collector: TridentCollector) -> None:
         """The batch (or group) is complete: emit the result."""
-        raise NotImplementedError(f"{type(self).__name__} must implement complete")
 
 
-class StateUpdater(Operation):
+class StateUpdater(Operation, ABC):
     """``partition_persist``: update a state with a batch's tuples, at commit time."""
 
+    @abstractmethod
     def update_state(
         self, state: Any, tuples: list[TridentTuple], collector: TridentCollector
     ) -> None:
         """Apply ``tuples`` to ``state`` (within the state's commit of the txid)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement update_state")
 
 
-class QueryFunction(Operation):
+class QueryFunction(Operation, ABC):
     """``state_query``: look values up in a state, batched per partition and batch."""
 
+    @abstractmethod
     def batch_retrieve(self, state: Any, tuples: list[TridentTuple]) -> list[Any]:
         """One result per tuple, looked up together."""
-        raise NotImplementedError(f"{type(self).__name__} must implement batch_retrieve")
 
+    @abstractmethod
     def execute(self, tup: TridentTuple, result: Any, collector: TridentCollector) -> None:
         """Emit the output fields for ``tup`` given its ``result``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement execute")
 
 
 # -- Built-ins ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ collector without the batch id: the adapters prepend the transaction attempt.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -49,19 +50,19 @@ class SpoutCollector:
         self._out.report_error(error)
 
 
-class BatchSpout:
+class BatchSpout(ABC):
     """Storm's ``IBatchSpout``: implement ``get_output_fields`` and ``emit_batch``."""
 
+    @abstractmethod
     def get_output_fields(self) -> Fields:
         """The fields of the emitted tuples."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_output_fields")
 
     def open(self, conf: dict[str, Any], context: Any) -> None:
         """Called once in the emitting task."""
 
+    @abstractmethod
     def emit_batch(self, batch_id: int, collector: SpoutCollector) -> None:
         """Emit the batch of transaction ``batch_id`` (called again on replays)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement emit_batch")
 
     def ack(self, batch_id: int) -> None:
         """Transaction ``batch_id`` committed."""
@@ -111,21 +112,21 @@ class FixedBatchSpout(BatchSpout):
         self._batches.pop(batch_id, None)
 
 
-class _PartitionedSpout:
+class _PartitionedSpout(ABC):
     """What the partitioned Trident spouts share."""
 
+    @abstractmethod
     def get_output_fields(self) -> Fields:
         """The fields of the emitted tuples."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_output_fields")
 
+    @abstractmethod
     def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
         """The partition coordinator (one, in the coordinator task): an object with
         ``number_of_partitions()``, ``is_ready()`` and ``close()``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_coordinator")
 
+    @abstractmethod
     def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
         """An emitter, in each emitter task (see the subclass for its methods)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement get_emitter")
 
 
 class PartitionedTridentSpout(_PartitionedSpout):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,7 +32,7 @@ def _duration(value: Duration | int, what: str) -> Duration:
     raise TypeError(f"{what} must be a Duration (or int milliseconds), got {value!r}")
 
 
-class WindowedBolt(Component):
+class WindowedBolt(Component, ABC):
     """A bolt that processes windows of tuples instead of single tuples.
 
     Configure the window with the ``with_*`` methods (each returns the bolt) and
@@ -126,9 +127,9 @@ class WindowedBolt(Component):
         """
         self.collector = collector
 
+    @abstractmethod
     def execute(self, window: TupleWindow) -> None:
         """Process one window. Called on the task's thread each time a window fires."""
-        raise NotImplementedError(f"{type(self).__name__} must implement execute(window)")
 
     def cleanup(self) -> None:
         """The topology is being killed. Called once per task, on its thread."""

@@ -152,7 +152,7 @@ class State(ABC):
         Runs in the owning task after the batch's last update, once per successful batch.
         """
 
-    def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless overridden
+    def close(self) -> None:
         """Release the state's resources (connections). Runs in the owning task when the
         task shuts down; not guaranteed to be called (a killed process skips it)."""
 
@@ -182,7 +182,7 @@ class BackingMap(ABC):
         none (one transaction), and they are stored when it returns.
         """
 
-    def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless overridden
+    def close(self) -> None:
         """Release connections. Not guaranteed to be called."""
 
 
