@@ -17,11 +17,12 @@ from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
+from squall.spark.offsets import OffsetLog
 from squall.spark.pickling import check_picklable, pickle_user_code_by_value
-from squall.spark.plan import TridentPlan, trident_plans
+from squall.spark.plan import SourcePlan, TridentPlan, trident_plans
 from squall.spark.runner import TridentRunner
 from squall.spark.session import get_session
-from squall.spark.source import SOURCE_NAME, SpoutSource
+from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import forget
 
@@ -128,56 +129,68 @@ class SparkCluster(TopologyRegistry[_Running]):
     def _start_query(
         self, name: str, conf: dict[str, Any], plan: TridentPlan, run_key: str, bridges: list[Any]
     ) -> _Query:
-        """Write the source's files and start the streaming query of ``plan``."""
-        directory = os.path.join(self.checkpoint_dir, name, plan.spout_id.replace("/", "_"))
+        """Write the sources' set-up files and start the streaming query of ``plan``: one
+        reader per source, their rows unioned."""
+        directory = os.path.join(self.checkpoint_dir, name, plan.key.replace("/", "_"))
         os.makedirs(directory, exist_ok=True)
-        spout_file = os.path.join(directory, "spout.pickle")
-        with open(spout_file, "wb") as handle:
-            handle.write(cloudpickle.dumps(plan.spout))
-        routes_file = os.path.join(directory, "routes.pickle")
-        with open(routes_file, "wb") as handle:
-            handle.write(cloudpickle.dumps((plan.spout_outputs, Fields(list(plan.spout_fields)))))
         pause_file = os.path.join(directory, "paused")
         if os.path.exists(pause_file):
             os.remove(pause_file)
-        log_dir = os.path.join(directory, "spout-log")
-        runner = TridentRunner(plan, conf, run_key, self.spark, SpoutLog(log_dir))
-        reader = (
-            self.spark.readStream.format(SOURCE_NAME)
-            .option("log", log_dir)
-            .option("spout", spout_file)
-            .option("routes", routes_file)
-            .option("pause", pause_file)
-        )
-        if plan.drpc_function is not None:
-            host, port = self._drpc_address(plan, conf, bridges)
-            reader = (
-                reader.option("drpc_function", plan.drpc_function)
-                .option("drpc_host", host)
-                .option("drpc_port", str(port))
+        checkpoint = os.path.join(directory, "checkpoint")
+        logs: dict[str, SpoutLog] = {}
+        frame = None
+        for source in plan.sources:
+            source_dir = os.path.join(directory, source.component_id.replace("/", "_"))
+            os.makedirs(source_dir, exist_ok=True)
+            setup_file = os.path.join(source_dir, "setup.pickle")
+            setup = SourceSetup(
+                source.component_id,
+                source.kind,
+                source.spout,
+                source.outputs,
+                Fields(list(source.fields)),
+                conf,
+                source.drpc_function,
             )
+            with open(setup_file, "wb") as handle:
+                handle.write(cloudpickle.dumps(setup))
+            log_dir = os.path.join(source_dir, "spout-log")
+            logs[source.component_id] = SpoutLog(log_dir)
+            reader = (
+                self.spark.readStream.format(SOURCE_NAME)
+                .option("source", source.component_id)
+                .option("log", log_dir)
+                .option("setup", setup_file)
+                .option("pause", pause_file)
+            )
+            if source.kind == "drpc":
+                host, port = self._drpc_address(source, conf, bridges)
+                reader = reader.option("drpc_host", host).option("drpc_port", str(port))
+            loaded = reader.load()
+            frame = loaded if frame is None else frame.unionAll(loaded)
+        runner = TridentRunner(plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint))
         interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
+        assert frame is not None
         query = (
-            reader.load()
-            .writeStream.foreachBatch(runner)
-            .option("checkpointLocation", os.path.join(directory, "checkpoint"))
+            frame.writeStream.foreachBatch(runner)
+            .option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{interval} milliseconds")
-            .queryName(f"squall-{name}-{plan.spout_id.replace('/', '_')}")
+            .queryName(f"squall-{name}-{plan.key.replace('/', '_')}")
             .start()
         )
         return _Query(plan, query, runner, directory)
 
     def _drpc_address(
-        self, plan: TridentPlan, conf: dict[str, Any], bridges: list[Any]
+        self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
     ) -> tuple[str, int]:
         """Where the source fetches DRPC requests: a loopback server in front of a
         ``LocalDRPC`` of this process, or the DRPC server named in the configuration."""
-        if plan.drpc is None:
+        if source.drpc is None:
             servers = conf.get("drpc.servers") or ["127.0.0.1"]
             return str(servers[0]), int(conf.get("drpc.port") or 3772)
         from squall.drpc import DRPCServer
 
-        bridge = DRPCServer("127.0.0.1", 0, broker=plan.drpc.broker).start()
+        bridge = DRPCServer("127.0.0.1", 0, broker=source.drpc.broker).start()
         bridges.append(bridge)
         return "127.0.0.1", bridge.port
 
@@ -234,26 +247,27 @@ class SparkCluster(TopologyRegistry[_Running]):
             figures = item.runner.figures
             if not item.query.isActive:
                 status = "FAILED" if item.query.exception() else "KILLED"
-            components[item.plan.spout_id] = ComponentStats(
-                item.plan.spout_id,
-                "spout",
-                [0],
-                emitted=figures.rows_total,
-                errors=list(figures.errors),
-                errors_total=len(figures.errors),
-            )
+            for source in item.plan.sources:
+                components[source.component_id] = ComponentStats(
+                    source.component_id,
+                    "spout",
+                    [0],
+                    emitted=item.runner.emitted[source.component_id],
+                    errors=list(figures.errors),
+                    errors_total=len(figures.errors),
+                )
             for segment in item.plan.segments:
                 components[segment.component_id] = ComponentStats(
                     segment.component_id, "bolt", list(range(segment.tasks))
                 )
-            per_query[item.plan.spout_id] = {
+            per_query[item.plan.key] = {
                 "batches": figures.batches,
                 "last_batch_id": figures.last_batch_id,
                 "last_batch_rows": figures.last_rows,
                 "last_batch_ms": figures.last_duration_ms,
                 "retries": figures.retries,
             }
-        first = per_query[running.queries[0].plan.spout_id]
+        first = per_query[running.queries[0].plan.key]
         return TopologyInfo(
             name=name,
             status=status,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GroupingKind
@@ -19,7 +19,11 @@ from squall.model.topology import StormTopology
 from squall.spark.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
-from squall.trident.spouts import BatchSpout
+from squall.trident.spouts import (
+    BatchSpout,
+    OpaquePartitionedTridentSpout,
+    PartitionedTridentSpout,
+)
 
 UNSUPPORTED_HINT = "run it on LocalCluster for now"
 
@@ -50,18 +54,39 @@ class SegmentPlan:
     outputs: dict[str, list[Edge]] = field(default_factory=dict)
 
 
-@dataclass
-class TridentPlan:
-    """One batch source (a spout, or a DRPC stream) and the segments it feeds, in
-    topological order: one streaming query."""
+#: Kinds of batch sources: a batch spout, a transactional or an opaque partitioned
+#: spout, and a DRPC stream.
+SourceKind = Literal["batch", "transactional", "opaque", "drpc"]
 
-    spout_id: str
-    spout: BatchSpout | None
-    spout_fields: tuple[str, ...]
-    spout_outputs: list[Edge]
-    segments: list[SegmentPlan]
+
+@dataclass
+class SourcePlan:
+    """One batch source: a Trident spout (its emitter component id) or a DRPC stream."""
+
+    component_id: str
+    kind: SourceKind
+    spout: Any
+    fields: tuple[str, ...]
+    outputs: list[Edge]
     drpc_function: str | None = None
     drpc: Any = None
+
+
+@dataclass
+class TridentPlan:
+    """The batch sources of one streaming query and the segments they feed, in
+    topological order. The regular spouts of a topology share one query (a transaction
+    has a batch of each, as under Storm's master batch coordinator); each DRPC stream
+    has a query of its own."""
+
+    key: str
+    sources: list[SourcePlan]
+    segments: list[SegmentPlan]
+
+    @property
+    def drpc(self) -> SourcePlan | None:
+        """The DRPC source of this query, if it is a DRPC stream's."""
+        return next((s for s in self.sources if s.kind == "drpc"), None)
 
 
 def _unsupported(what: str) -> InvalidTopologyError:
@@ -69,7 +94,7 @@ def _unsupported(what: str) -> InvalidTopologyError:
 
 
 def trident_plans(topology: StormTopology) -> list[TridentPlan]:
-    """The plans of ``topology``: one per batch source (the regular spout first).
+    """The plans of ``topology``: one for its regular spouts (first), one per DRPC stream.
 
     Segments are copies: the Spark run may rewire them (DRPC results) without touching
     the topology object, which ``LocalCluster`` can still run.
@@ -78,7 +103,7 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
         InvalidTopologyError: the topology uses a feature the Spark engine does not run
             (the message names it and suggests LocalCluster).
     """
-    sources: list[tuple[str, Any]] = []
+    sources: list[SourcePlan] = []
     segments: dict[str, Any] = {}
     for spec in topology:
         component = spec.component
@@ -90,23 +115,28 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
             if type(inner).__name__ not in ("SpoutGroupSource", "DRPCSource"):
                 raise _unsupported(f"transactional topologies ({spec.component_id!r})")
         elif isinstance(inner, TridentSpoutAdapter):
-            if not isinstance(inner.spout, BatchSpout):
-                raise _unsupported(
-                    f"partitioned Trident spouts ({inner.stream_id!r}, "
-                    f"{type(inner.spout).__name__})"
+            check_picklable(inner.spout, spec.component_id)
+            sources.append(
+                SourcePlan(
+                    spec.component_id,
+                    _spout_kind(inner.spout, spec.component_id),
+                    inner.spout,
+                    tuple(inner.fields),
+                    [],
                 )
-            sources.append((spec.component_id, inner))
+            )
         elif isinstance(inner, DRPCSpoutAdapter):
-            sources.append((spec.component_id, _drpc_source(topology, spec.component_id)))
+            function, drpc = _drpc_source(topology, spec.component_id)
+            sources.append(
+                SourcePlan(spec.component_id, "drpc", None, ("args",), [], function, drpc)
+            )
         elif isinstance(bolt, TridentSegment):
             check_picklable(component, spec.component_id)
             segments[spec.component_id] = (spec, _detached(bolt))
         else:
             raise _unsupported(f"component {spec.component_id!r} ({type(component).__name__})")
-    regular = [s for s in sources if isinstance(s[1], TridentSpoutAdapter)]
-    if len(regular) > 1:
-        raise _unsupported(f"Trident topologies with {len(regular)} spouts (one is supported)")
-    ordered = _topological(topology, list(segments), {sid for sid, _ in sources})
+    by_id = {source.component_id: source for source in sources}
+    ordered = _topological(topology, list(segments), set(by_id))
     plans = {
         cid: SegmentPlan(
             index,
@@ -117,7 +147,6 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
         )
         for index, cid in enumerate(ordered)
     }
-    source_edges: dict[str, list[Edge]] = {sid: [] for sid, _ in sources}
     for cid in ordered:
         spec = topology.get_component(cid)
         for sub in spec.inputs:
@@ -132,28 +161,31 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
                 spec.num_tasks,
             )
             plans[cid].inputs.append(edge)
-            if sub.source in source_edges:
-                source_edges[sub.source].append(edge)
+            if sub.source in by_id:
+                by_id[sub.source].outputs.append(edge)
             else:
                 plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
+    regular = [source for source in sources if source.kind != "drpc"]
+    groups = ([regular] if regular else []) + [[s] for s in sources if s.kind == "drpc"]
     result = []
-    for source_id, source in sorted(sources, key=lambda s: isinstance(s[1], tuple)):
-        reached = _reached(topology, source_id, set(segments))
+    for group in groups:
+        reached: set[str] = set()
+        for source in group:
+            reached |= _reached(topology, source.component_id, set(segments))
         members = [plans[cid] for cid in ordered if cid in reached]
-        if isinstance(source, TridentSpoutAdapter):
-            result.append(
-                TridentPlan(
-                    source_id, source.spout, tuple(source.fields), source_edges[source_id], members
-                )
-            )
-        else:
-            function, drpc = source
-            result.append(
-                TridentPlan(
-                    source_id, None, ("args",), source_edges[source_id], members, function, drpc
-                )
-            )
+        key = group[0].component_id if group[0].kind == "drpc" else "spouts"
+        result.append(TridentPlan(key, group, members))
     return result
+
+
+def _spout_kind(spout: Any, component_id: str) -> SourceKind:
+    if isinstance(spout, BatchSpout):
+        return "batch"
+    if isinstance(spout, PartitionedTridentSpout):
+        return "transactional"
+    if isinstance(spout, OpaquePartitionedTridentSpout):
+        return "opaque"
+    raise _unsupported(f"Trident spouts of type {type(spout).__name__} ({component_id!r})")
 
 
 def _detached(segment: TridentSegment) -> TridentSegment:

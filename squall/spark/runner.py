@@ -10,6 +10,7 @@ from functools import reduce
 from typing import Any
 
 from squall.runtime.metrics import ErrorInfo
+from squall.spark.offsets import OffsetLog
 from squall.spark.plan import SegmentPlan, TridentPlan
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import STAGE_SCHEMA, SegmentStage
@@ -21,6 +22,8 @@ logger = logging.getLogger("squall")
 
 RETRIES_KEY = "topology.spark.batch.retries"
 DEFAULT_RETRIES = 3
+#: The frame key of a query's sources (one frame: the union of their rows).
+SOURCES = "$sources"
 
 
 def runs_on_driver(segment: SegmentPlan) -> bool:
@@ -75,18 +78,27 @@ class TridentRunner:
     """
 
     def __init__(
-        self, plan: TridentPlan, conf: dict[str, Any], run_key: str, spark: Any, log: SpoutLog
+        self,
+        plan: TridentPlan,
+        conf: dict[str, Any],
+        run_key: str,
+        spark: Any,
+        logs: dict[str, SpoutLog],
+        offsets: OffsetLog,
     ) -> None:
         self.plan = plan
-        self.log = log
+        self.logs = logs
+        self.offsets = offsets
         self.conf = conf
         self.run_key = run_key
         self.spark = spark
         self.figures = BatchFigures()
+        self.emitted: dict[str, int] = {source.component_id: 0 for source in plan.sources}
         self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
         self.returns: DRPCReturns | None = None
-        if plan.drpc_function is not None:
-            self.returns = DRPCReturns(plan.drpc, conf)
+        drpc = plan.drpc
+        if drpc is not None:
+            self.returns = DRPCReturns(drpc.drpc, conf)
             for segment in plan.segments:
                 for processor in segment.segment.processors:
                     if isinstance(processor, DRPCReturnProcessor):
@@ -94,18 +106,19 @@ class TridentRunner:
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
+        ranges = self.offsets.ranges(batch_id)
         request_id = ""
-        if self.returns is not None:  # a DRPC batch: one request, named on its rows
-            first = frame.select("meta").first()
-            if first is None:
+        drpc = self.plan.drpc
+        if self.returns is not None and drpc is not None:  # a DRPC batch: one request
+            indexes = ranges.get(drpc.component_id, range(0))
+            if not indexes:
                 return
-            request_id = first["meta"]
-        rows = 0
+            request_id = self.logs[drpc.component_id].meta(indexes[-1])
         for attempt in range(self.retries + 1):
             try:
                 if self.returns is not None:
                     self.returns.requests[batch_id + 1] = request_id
-                rows = self._run(frame, batch_id)
+                self._run(frame, batch_id)
                 break
             except Exception as exc:
                 self._record(exc)
@@ -118,12 +131,28 @@ class TridentRunner:
                     self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
                 self.figures.retries += 1
                 logger.warning("batch %d failed (%s); running it again", batch_id, exc)
+        rows = self._count(ranges)
         figures = self.figures
         figures.batches += 1
         figures.last_batch_id = batch_id
         figures.last_rows = rows
         figures.rows_total += rows
         figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+
+    def _count(self, ranges: dict[str, range]) -> int:
+        """Tuples the sources emitted in this batch (added to ``emitted``)."""
+        total = 0
+        for source in self.plan.sources:
+            log = self.logs[source.component_id]
+            count = 0
+            for index in ranges.get(source.component_id, range(0)):
+                if source.kind in ("transactional", "opaque"):
+                    count += log.partition_total(index, int(log.meta(index) or 0)) or 0
+                else:
+                    count += log.count(index)
+            self.emitted[source.component_id] += count
+            total += count
+        return total
 
     def _record(self, exc: Exception) -> None:
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -132,15 +161,19 @@ class TridentRunner:
         )
         del self.figures.errors[:-10]
 
+    def _producer(self, component_id: str) -> str:
+        """The frame a component's output is in: the sources share one."""
+        return SOURCES if component_id in self.emitted else component_id
+
     def _readers(self) -> dict[str, int]:
-        """How many segments read each producer's output (the spout's and segments')."""
+        """How many segments read each frame (the sources' and segments')."""
         readers: dict[str, set[int]] = {}
         for segment in self.plan.segments:
             for edge in segment.inputs:
-                readers.setdefault(edge.source, set()).add(segment.index)
-        return {source: len(indexes) for source, indexes in readers.items()}
+                readers.setdefault(self._producer(edge.source), set()).add(segment.index)
+        return {producer: len(indexes) for producer, indexes in readers.items()}
 
-    def _run(self, frame: Any, batch_id: int) -> int:
+    def _run(self, frame: Any, batch_id: int) -> None:
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
@@ -153,10 +186,13 @@ class TridentRunner:
             # reader pulls it through in its own job (no extra Spark job per stage).
             return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
 
-        frames = {plan.spout_id: shared(plan.spout_id, frame)}
-        rows = self.log.count(batch_id)  # one spout batch per micro-batch
+        if any(source.kind in ("transactional", "opaque") for source in plan.sources):
+            # Partitioned spouts emit while the frame is computed: once per batch.
+            frames = {SOURCES: frame.localCheckpoint(eager=True)}
+        else:
+            frames = {SOURCES: shared(SOURCES, frame)}
         for segment in plan.segments:
-            producers = dict.fromkeys(edge.source for edge in segment.inputs)
+            producers = dict.fromkeys(self._producer(edge.source) for edge in segment.inputs)
             inputs = reduce(
                 DataFrame.unionAll,
                 [frames[p].filter(col("dest") == segment.index) for p in producers],
@@ -181,4 +217,3 @@ class TridentRunner:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:
                 output.count()  # runs the segment (its effects: peeks, functions)
-        return rows

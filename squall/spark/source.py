@@ -1,12 +1,22 @@
-"""A Trident spout as a Spark streaming source (Python Data Source API).
+"""Batch sources of a Trident topology as Spark streaming sources (Python Data Source
+API).
 
-Offsets count the spout's batches. Each time Spark asks for the latest offset, the
-reader asks the spout for one new batch and writes it to the spout log; ``read``
-returns a logged batch, so a micro-batch replays identically after a crash. An empty
-batch is not logged (the offset does not move, so Spark runs no micro-batch). While the
-topology is deactivated (a pause file exists), the spout is not polled. Rows are
-routed to the first segments' partitions as they are read, so they enter the plan
-without a routing stage.
+Offsets count a source's batches (``{"source": id, "batch": n}``). Each time Spark
+asks for the latest offset, the source's driver side makes at most one new batch and
+logs it (see ``squall.spark.spoutlog``):
+
+* a batch spout emits the batch on the driver, and its rows are logged;
+* a partitioned (transactional or opaque) spout's coordinator decides the number of
+  partitions; the partitions are read on executors, one Spark partition each;
+* a DRPC stream fetches one request.
+
+``read`` returns a logged batch, so a micro-batch replays identically after a crash.
+A batch spout's empty batch is not logged (the offset does not move, so Spark runs no
+micro-batch); after a partitioned spout's empty batch, the next ones are offered less
+often (up to every ``MAX_IDLE_POLLS`` polls) until tuples come again. While the topology
+is deactivated (a pause file exists), no source is polled. Rows leave the source already
+routed to the first segments' partitions, so they enter the plan without a routing
+stage.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -22,16 +33,35 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from squall.spark.plan import Edge, SourceKind
 from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import route_pickled, rows_to_arrow
+from squall.spark.stages import TaskView, route, route_pickled, rows_to_arrow
 
 SOURCE_NAME = "squall_spout"
 #: Rows leave the source already routed to the first segments (see ``stages``).
 SCHEMA = "dest int, port string, target int, values binary, meta string"
+#: The most polls skipped between two empty batches of an idle partitioned spout.
+MAX_IDLE_POLLS = 32
+
+#: Partitioned spouts' emitters in this process, by spout log directory.
+_EMITTERS: dict[str, Any] = {}
+
+
+@dataclass
+class SourceSetup:
+    """What a source reader needs, written by the cluster next to the spout log."""
+
+    source_id: str
+    kind: SourceKind
+    spout: Any
+    edges: list[Edge]
+    fields: Any
+    conf: dict[str, Any]
+    drpc_function: str | None = None
 
 
 class _Rows:
-    """The collector a batch spout emits through, inside the reader."""
+    """The collector a spout or an emitter emits through, inside the reader."""
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
@@ -44,7 +74,8 @@ class _Rows:
 
 
 class BatchPartition(InputPartition):
-    """Slice ``slice_index`` of ``slices`` of logged batch ``index``."""
+    """Part ``slice_index`` of ``slices`` of logged batch ``index`` (for a partitioned
+    spout: its partition ``slice_index`` of ``slices``)."""
 
     def __init__(self, index: int, slice_index: int = 0, slices: int = 1) -> None:
         self.index = index
@@ -53,80 +84,190 @@ class BatchPartition(InputPartition):
 
 
 class SpoutStreamReader(DataSourceStreamReader):
-    """Runs in the Python process Spark starts for the source (driver side)."""
+    """Spark creates this reader in the source's driver-side Python process
+    (``latestOffset``, ``partitions``, ``commit``) and ships a copy to executors for
+    ``read``; everything is loaded lazily, so the copy stays small."""
 
     def __init__(self, options: dict[str, str]) -> None:
+        self.options = dict(options)
         self.log = SpoutLog(options["log"])
-        self.pause_file = options["pause"]
-        self.drpc: Any = None
-        if options.get("drpc_function"):
-            from squall.drpc import DRPCInvocationsClient
+        self._setup: SourceSetup | None = None
+        self._driver: _DriverSide | None = None
 
-            self.drpc_function = options["drpc_function"]
-            self.drpc = DRPCInvocationsClient(options["drpc_host"], int(options["drpc_port"]))
-        with open(options["routes"], "rb") as handle:
-            self.edges, self.fields = pickle.load(handle)
-        # Each batch is read in as many slices as its first segments have tasks.
-        self.slices = max([1, *(edge.tasks for edge in self.edges)])
-        spout = self.log.last_spout()
-        if spout is None and self.drpc is None:
-            with open(options["spout"], "rb") as handle:
-                spout = pickle.load(handle)
-            spout.open({}, None)
-        self.spout = spout
-        self.size = self.log.size()
-        self.acked = 0
+    @property
+    def setup(self) -> SourceSetup:
+        if self._setup is None:
+            with open(self.options["setup"], "rb") as handle:
+                self._setup = pickle.load(handle)
+        return self._setup
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"batch": 0}
+    @property
+    def driver(self) -> _DriverSide:
+        if self._driver is None:
+            self._driver = _DriverSide(self.setup, self.log, self.options)
+        return self._driver
 
-    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "log": self.log, "_setup": None, "_driver": None}
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"source": self.options["source"], "batch": 0}
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         """One batch per micro-batch: a batch logged earlier (before a restart) if Spark
-        has not read it yet, else a new one from the spout (unless paused or empty)."""
+        has not read it yet, else a new one (unless paused or there is none)."""
+        driver = self.driver
         position = int(start["batch"])
-        if position < self.size:
-            return {"batch": position + 1}
-        if os.path.exists(self.pause_file):
-            return {"batch": self.size}
-        if self.drpc is not None:  # a DRPC stream: one request per batch
-            request = self.drpc.fetch_request(self.drpc_function)
-            if request is not None:
-                self.log.append(self.size, [[request.args]], None, request.request_id)
-                self.size += 1
-            return {"batch": self.size}
-        rows = _Rows()
-        self.spout.emit_batch(self.size + 1, rows)
-        if rows.rows:
-            self.log.append(self.size, rows.rows, self.spout)
-            self.size += 1
-        return {"batch": self.size}
+        if position < driver.size:
+            position += 1
+        elif not os.path.exists(self.options["pause"]) and driver.next_batch():
+            position = driver.size
+        return {"source": self.options["source"], "batch": position}
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        driver = self.driver
         return [
-            BatchPartition(i, part, self.slices)
-            for i in range(start["batch"], end["batch"])
-            for part in range(self.slices)
+            BatchPartition(index, part, parts)
+            for index in range(int(start["batch"]), int(end["batch"]))
+            for parts in [driver.parts(index)]
+            for part in range(parts)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Runs on an executor: the rows of one part of a logged batch."""
         import pyarrow as pa
 
+        setup = self.setup
         index = partition.index  # type: ignore[attr-defined]
-        part, slices = partition.slice_index, partition.slices  # type: ignore[attr-defined]
-        blobs = self.log.rows(index)[part::slices]
-        meta = self.log.meta(index)
-        yield rows_to_arrow(route_pickled(self.edges, self.fields, part, blobs), pa, meta)
-
-    def commit(self, end: dict[str, int]) -> None:
-        if self.spout is None:
+        part = partition.slice_index  # type: ignore[attr-defined]
+        if setup.kind in ("transactional", "opaque"):
+            rows = route(setup.edges, setup.fields, part, self._emit_partition(index, part))
+            yield rows_to_arrow(rows, pa)
             return
-        for batch_id in range(self.acked + 1, end["batch"] + 1):
-            self.spout.ack(batch_id)
-        self.acked = max(self.acked, end["batch"])
+        slices = partition.slices  # type: ignore[attr-defined]
+        blobs = self.log.rows(index)[part::slices]
+        rows = route_pickled(setup.edges, setup.fields, part, blobs)
+        yield rows_to_arrow(rows, pa, self.log.meta(index))
+
+    def _emit_partition(self, index: int, partition: int) -> list[list[Any]]:
+        """Emit ``partition`` of batch ``index`` with the spout's emitter: a
+        transactional spout replays a batch from its logged metadata; an opaque one
+        always continues from the previous batch's (so a replay may differ)."""
+        from pyspark import TaskContext
+
+        from squall.transactional.attempt import TransactionAttempt
+
+        setup = self.setup
+        emitter = _EMITTERS.get(self.log.directory)
+        if emitter is None:
+            view = TaskView(setup.source_id, 0, 1, setup.conf)
+            emitter = _EMITTERS[self.log.directory] = setup.spout.get_emitter(setup.conf, view)
+        context = TaskContext.get()
+        attempt = TransactionAttempt(index + 1, context.attemptNumber() if context else 0)
+        out = _Rows()
+        logged = self.log.partition(index, partition)
+        if setup.kind == "transactional" and logged is not None:
+            emitter.emit_partition_batch(attempt, out, partition, logged[0])
+            return out.rows
+        previous = self.log.previous_partition_meta(index, partition)
+        if setup.kind == "transactional":
+            meta = emitter.emit_partition_batch_new(attempt, out, partition, previous)
+        else:
+            meta = emitter.emit_partition_batch(attempt, out, partition, previous)
+        self.log.write_partition(index, partition, meta, len(out.rows))
+        return out.rows
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Batches before ``end`` committed: ack them to a batch spout, drop their log
+        files (keeping the newest batch's)."""
+        self.driver.commit(int(end["batch"]))
+
+
+class _DriverSide:
+    """The spout, coordinator or DRPC client of a source, in its driver-side process."""
+
+    def __init__(self, setup: SourceSetup, log: SpoutLog, options: dict[str, str]) -> None:
+        self.setup = setup
+        self.log = log
+        self.size = log.size()
+        self.acked = log.first()  # earlier batches were committed and acked
+        self.spout: Any = None
+        self.coordinator: Any = None
+        self.drpc: Any = None
+        self.empty_streak = 0
+        self.skips_left = 0
+        self.observed_empty = -1
+        view = TaskView(setup.source_id, 0, 1, setup.conf)
+        if setup.kind == "batch":
+            self.spout = log.last_spout()
+            if self.spout is None:
+                self.spout = setup.spout
+                self.spout.open(setup.conf, view)
+        elif setup.kind == "drpc":
+            from squall.drpc import DRPCInvocationsClient
+
+            self.drpc = DRPCInvocationsClient(options["drpc_host"], int(options["drpc_port"]))
+        else:
+            self.coordinator = setup.spout.get_coordinator(setup.conf, view)
+
+    def parts(self, index: int) -> int:
+        """How many Spark partitions read batch ``index``."""
+        if self.setup.kind in ("transactional", "opaque"):
+            return int(self.log.meta(index))
+        return max([1, *(edge.tasks for edge in self.setup.edges)])
+
+    def next_batch(self) -> bool:
+        """Log batch ``size`` if the source has one now."""
+        kind = self.setup.kind
+        if kind == "drpc":  # one request per batch
+            request = self.drpc.fetch_request(self.setup.drpc_function)
+            if request is None:
+                return False
+            self.log.append(self.size, [[request.args]], None, request.request_id)
+        elif kind == "batch":
+            rows = _Rows()
+            self.spout.emit_batch(self.size + 1, rows)
+            if not rows.rows:
+                return False
+            self.log.append(self.size, rows.rows, self.spout)
+        else:
+            if self._idle() or not self.coordinator.is_ready():
+                return False
+            partitions = int(self.coordinator.number_of_partitions())
+            self.log.append(self.size, [], None, str(partitions))
+        self.size += 1
+        return True
+
+    def _idle(self) -> bool:
+        """Whether to skip this poll: the last batch emitted nothing, and fewer polls
+        than its back-off passed since (doubling per empty batch, up to
+        ``MAX_IDLE_POLLS``)."""
+        last = self.size - 1
+        if last < 0:
+            return False
+        total = self.log.partition_total(last, int(self.log.meta(last)))
+        if total != 0:
+            self.empty_streak = 0
+            return False
+        if self.observed_empty != last:
+            self.observed_empty = last
+            self.empty_streak += 1
+            self.skips_left = min(2 ** (self.empty_streak - 1), MAX_IDLE_POLLS)
+        if self.skips_left > 0:
+            self.skips_left -= 1
+            return True
+        return False
+
+    def commit(self, end: int) -> None:
+        if self.spout is not None:
+            for index in range(self.acked, end):
+                self.spout.ack(index + 1)
+        self.acked = max(self.acked, end)
+        self.log.forget_before(end - 1)
 
 
 class SpoutSource(DataSource):
-    """``spark.readStream.format("squall_spout").option("log", ...).option("spout", ...)``"""
+    """``spark.readStream.format("squall_spout").option("setup", ...)...``"""
 
     @classmethod
     def name(cls) -> str:
