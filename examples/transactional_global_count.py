@@ -71,7 +71,8 @@ class Database:
     """A database, as far as this example is concerned: rows by key, updated atomically.
 
     Every task holding it shares the same rows (copying the component that holds it
-    keeps the same database), and it is safe to use from several threads.
+    keeps the same database), and it is safe to use from several threads. On Spark the
+    committer runs in the driver process, so it updates this very object.
     """
 
     def __init__(self) -> None:
@@ -80,6 +81,13 @@ class Database:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Database:
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_rows": self._rows}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._rows = state["_rows"]
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> Value | None:
         """The row at ``key``, or None."""
@@ -96,7 +104,10 @@ class Progress:
     """How far the emitters have read each partition (shared, like the partitions).
 
     The spout's coordinator starts new transactions only while some partition has words
-    left, so a finite input ends with the topology idle.
+    left, so a finite input ends with the topology idle. On Spark the coordinator and
+    the emitters run in other processes, each with its own copy: there the coordinator
+    goes on starting transactions, which are empty once the words are read (the engine
+    then polls an idle spout less and less often).
     """
 
     def __init__(self, sizes: list[int]) -> None:
@@ -106,6 +117,13 @@ class Progress:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Progress:
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_sizes": self._sizes, "_read": self._read}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def mark(self, partition: int, end: int) -> None:
         """Words before ``end`` of ``partition`` have been emitted."""

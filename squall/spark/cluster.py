@@ -17,8 +17,9 @@ from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
+from squall.spark.batchbolts import forget as forget_batch_bolts
 from squall.spark.offsets import OffsetLog
-from squall.spark.pickling import check_picklable, pickle_user_code_by_value
+from squall.spark.pickling import pickle_user_code_by_value
 from squall.spark.plan import SourcePlan, TridentPlan, trident_plans
 from squall.spark.runner import TridentRunner
 from squall.spark.session import get_session
@@ -107,8 +108,6 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._claim(name)
         pickle_user_code_by_value(topology)
         plans = trident_plans(topology)  # first: what the engine cannot run at all
-        for spec in topology:
-            check_picklable(spec.component, spec.component_id)
         run_key = f"{name}-{uuid.uuid4().hex}"
         bridges: list[Any] = []
         queries: list[_Query] = []
@@ -151,6 +150,10 @@ class SparkCluster(TopologyRegistry[_Running]):
                 Fields(list(source.fields)),
                 conf,
                 source.drpc_function,
+                source.tasks,
+                source.output_fields,
+                {s.component_id: s.tasks for s in plan.segments},
+                os.path.join(source_dir, "coordination"),
             )
             with open(setup_file, "wb") as handle:
                 handle.write(cloudpickle.dumps(setup))
@@ -159,6 +162,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             reader = (
                 self.spark.readStream.format(SOURCE_NAME)
                 .option("source", source.component_id)
+                .option("run", run_key)
                 .option("log", log_dir)
                 .option("setup", setup_file)
                 .option("pause", pause_file)
@@ -233,6 +237,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 bridge.stop()
             for processor in forget(running.run_key):
                 processor.cleanup()
+            forget_batch_bolts(running.run_key)
             with self._lock:
                 self._topologies.pop(name, None)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from squall.model.errors import InvalidTopologyError
+from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
 from squall.spark.pickling import check_picklable
@@ -43,25 +44,40 @@ class Edge:
 
 @dataclass
 class SegmentPlan:
-    """One segment: its bolt, its tasks (partitions) and where its streams go."""
+    """One stage: a Trident segment or a transactional topology's batch bolt (its
+    ``BatchBoltExecutor``), its tasks (partitions) and where its streams go.
+
+    For batch bolts, ``input_fields`` are the fields of each input stream (attempt
+    first), ``output_fields`` those of each output stream without the attempt (what
+    rows carry), and ``component_tasks`` every component's task count.
+    """
 
     index: int
     component_id: str
-    segment: TridentSegment
+    segment: Any
     tasks: int
     committer: bool
     inputs: list[Edge] = field(default_factory=list)
     outputs: dict[str, list[Edge]] = field(default_factory=dict)
+    input_fields: dict[tuple[str, str], Fields] = field(default_factory=dict)
+    output_fields: dict[str, Fields] = field(default_factory=dict)
+    component_tasks: dict[str, int] = field(default_factory=dict)
 
 
-#: Kinds of batch sources: a batch spout, a transactional or an opaque partitioned
-#: spout, and a DRPC stream.
-SourceKind = Literal["batch", "transactional", "opaque", "drpc"]
+#: Kinds of batch sources: a Trident batch spout, a transactional or an opaque
+#: partitioned Trident spout, a DRPC stream, and a transactional topology's spout
+#: ("coordinated": its coordinator plans each batch, its emitter tasks emit it).
+SourceKind = Literal["batch", "transactional", "opaque", "drpc", "coordinated"]
 
 
 @dataclass
 class SourcePlan:
-    """One batch source: a Trident spout (its emitter component id) or a DRPC stream."""
+    """One batch source: a spout (its emitter component id) or a DRPC stream.
+
+    ``fields`` are the fields of the emitted tuples (for a coordinated spout, those of
+    each stream in ``output_fields``, without the attempt); ``tasks`` the emitter tasks
+    of a coordinated spout.
+    """
 
     component_id: str
     kind: SourceKind
@@ -70,6 +86,8 @@ class SourcePlan:
     outputs: list[Edge]
     drpc_function: str | None = None
     drpc: Any = None
+    tasks: int = 1
+    output_fields: dict[str, Fields] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,7 +131,7 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
             if type(component).__name__ != "TransactionalSpoutCoordinator":
                 raise _unsupported(f"core spout/bolt topologies (spout {spec.component_id!r})")
             if type(inner).__name__ not in ("SpoutGroupSource", "DRPCSource"):
-                raise _unsupported(f"transactional topologies ({spec.component_id!r})")
+                return [transactional_plan(topology, spec.component_id)]
         elif isinstance(inner, TridentSpoutAdapter):
             check_picklable(inner.spout, spec.component_id)
             sources.append(
@@ -176,6 +194,85 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
         key = group[0].component_id if group[0].kind == "drpc" else "spouts"
         result.append(TridentPlan(key, group, members))
     return result
+
+
+def transactional_plan(topology: StormTopology, coordinator_id: str) -> TridentPlan:
+    """The plan of a transactional topology (``TransactionalTopologyBuilder``): its
+    spout's coordinator and emitter tasks as the source, its batch bolts as stages.
+
+    Raises:
+        InvalidTopologyError: a custom grouping (not run on Spark yet), or a cycle.
+    """
+    emitter_id = next(
+        spec.component_id
+        for spec in topology
+        if any(s.source == coordinator_id and s.stream_id == "$batch" for s in spec.inputs)
+    )
+    emitter = topology.get_component(emitter_id)
+    bolts = [
+        spec.component_id
+        for spec in topology
+        if not spec.is_spout and spec.component_id != emitter_id and not spec.system
+    ]
+    for cid in bolts:  # committers run on the driver: they need not be picklable
+        if not topology.get_component(cid).component.committer:
+            check_picklable(topology.get_component(cid).component, cid)
+    check_picklable(emitter.component.spout, emitter_id)
+    tasks = {spec.component_id: spec.num_tasks for spec in topology}
+
+    def stripped(spec: Any) -> dict[str, Fields]:
+        return {
+            stream: Fields(list(declaration.fields)[1:])
+            for stream, declaration in spec.streams.items()
+            if not stream.startswith(("$", "__"))
+        }
+
+    ordered = _topological(topology, bolts, {emitter_id})
+    plans = {
+        cid: SegmentPlan(
+            index,
+            cid,
+            topology.get_component(cid).component,
+            tasks[cid],
+            bool(topology.get_component(cid).component.committer),
+            output_fields=stripped(topology.get_component(cid)),
+            component_tasks=tasks,
+        )
+        for index, cid in enumerate(ordered)
+    }
+    source = SourcePlan(
+        emitter_id,
+        "coordinated",
+        emitter.component.spout,
+        (),
+        [],
+        tasks=emitter.num_tasks,
+        output_fields=stripped(emitter),
+    )
+    for cid in ordered:
+        spec = topology.get_component(cid)
+        for sub in spec.inputs:
+            if sub.stream_id.startswith(("$", "__")):
+                continue
+            if sub.grouping.kind is GroupingKind.CUSTOM:
+                raise _unsupported(f"custom groupings (bolt {cid!r} from {sub.source!r})")
+            edge = Edge(
+                sub.source,
+                sub.stream_id,
+                plans[cid].index,
+                sub.grouping.kind,
+                tuple(sub.grouping.fields or ()),
+                spec.num_tasks,
+            )
+            plans[cid].inputs.append(edge)
+            declared = topology.get_component(sub.source).streams[sub.stream_id].fields
+            plans[cid].input_fields[(sub.source, sub.stream_id)] = Fields(list(declared))
+            producer = source.outputs if sub.source == emitter_id else None
+            if producer is not None:
+                producer.append(edge)
+            else:
+                plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
+    return TridentPlan(emitter_id, [source], [plans[cid] for cid in ordered])
 
 
 def _spout_kind(spout: Any, component_id: str) -> SourceKind:

@@ -10,11 +10,13 @@ from functools import reduce
 from typing import Any
 
 from squall.runtime.metrics import ErrorInfo
+from squall.spark.batchbolts import BatchBoltStage
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import SegmentPlan, TridentPlan
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import STAGE_SCHEMA, SegmentStage
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
+from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
 from squall.trident.state.memory_state import MemoryMapStateFactory
 
@@ -22,6 +24,8 @@ logger = logging.getLogger("squall")
 
 RETRIES_KEY = "topology.spark.batch.retries"
 DEFAULT_RETRIES = 3
+#: Source kinds whose batches are emitted on executors (while the frame is computed).
+EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
 #: The frame key of a query's sources (one frame: the union of their rows).
 SOURCES = "$sources"
 
@@ -32,11 +36,23 @@ def runs_on_driver(segment: SegmentPlan) -> bool:
     segments run on executors."""
     if segment.committer:
         return True
+    if not isinstance(segment.segment, TridentSegment):
+        return False
     return any(
         (isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory))
         or isinstance(p, DRPCReturnProcessor)
         for p in segment.segment.processors
     )
+
+
+def make_stage(
+    segment: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int
+) -> SegmentStage | BatchBoltStage:
+    """The stage running ``segment`` in transaction ``txid``: a Trident segment, or a
+    transactional topology's batch bolt (attempt ``attempt`` of the batch)."""
+    if isinstance(segment.segment, TridentSegment):
+        return SegmentStage(segment, txid, conf, run_key)
+    return BatchBoltStage(segment, txid, conf, run_key, attempt)
 
 
 class DRPCReturns:
@@ -118,7 +134,7 @@ class TridentRunner:
             try:
                 if self.returns is not None:
                     self.returns.requests[batch_id + 1] = request_id
-                self._run(frame, batch_id)
+                self._run(frame, batch_id, attempt)
                 break
             except Exception as exc:
                 self._record(exc)
@@ -146,7 +162,7 @@ class TridentRunner:
             log = self.logs[source.component_id]
             count = 0
             for index in ranges.get(source.component_id, range(0)):
-                if source.kind in ("transactional", "opaque"):
+                if source.kind in EMITTING_ON_EXECUTORS:
                     count += log.partition_total(index, int(log.meta(index) or 0)) or 0
                 else:
                     count += log.count(index)
@@ -173,7 +189,7 @@ class TridentRunner:
                 readers.setdefault(self._producer(edge.source), set()).add(segment.index)
         return {producer: len(indexes) for producer, indexes in readers.items()}
 
-    def _run(self, frame: Any, batch_id: int) -> None:
+    def _run(self, frame: Any, batch_id: int, attempt: int = 0) -> None:
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
@@ -186,8 +202,8 @@ class TridentRunner:
             # reader pulls it through in its own job (no extra Spark job per stage).
             return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
 
-        if any(source.kind in ("transactional", "opaque") for source in plan.sources):
-            # Partitioned spouts emit while the frame is computed: once per batch.
+        if any(source.kind in EMITTING_ON_EXECUTORS for source in plan.sources):
+            # These spouts emit while the frame is computed: once per batch.
             frames = {SOURCES: frame.localCheckpoint(eager=True)}
         else:
             frames = {SOURCES: shared(SOURCES, frame)}
@@ -197,7 +213,7 @@ class TridentRunner:
                 DataFrame.unionAll,
                 [frames[p].filter(col("dest") == segment.index) for p in producers],
             )
-            stage = SegmentStage(segment, txid, self.conf, self.run_key)
+            stage = make_stage(segment, txid, self.conf, self.run_key, attempt)
             if runs_on_driver(segment):
                 by_partition: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
                 for row in inputs.select("port", "target", "values").collect():  # driver

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -35,7 +35,7 @@ from pyspark.sql.datasource import (
 
 from squall.spark.plan import Edge, SourceKind
 from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import TaskView, route, route_pickled, rows_to_arrow
+from squall.spark.stages import TaskView, route, route_emits, route_pickled, rows_to_arrow
 
 SOURCE_NAME = "squall_spout"
 #: Rows leave the source already routed to the first segments (see ``stages``).
@@ -43,7 +43,8 @@ SCHEMA = "dest int, port string, target int, values binary, meta string"
 #: The most polls skipped between two empty batches of an idle partitioned spout.
 MAX_IDLE_POLLS = 32
 
-#: Partitioned spouts' emitters in this process, by spout log directory.
+#: Spout emitters made in this process, by topology run, source and task (a Python
+#: worker serves later runs too: a restarted topology gets new emitters).
 _EMITTERS: dict[str, Any] = {}
 
 
@@ -58,6 +59,12 @@ class SourceSetup:
     fields: Any
     conf: dict[str, Any]
     drpc_function: str | None = None
+    #: A coordinated spout's emitter tasks, the fields of each of its streams (without
+    #: the attempt), every component's task count, and its coordination store's folder.
+    tasks: int = 1
+    output_fields: dict[str, Any] = field(default_factory=dict)
+    component_tasks: dict[str, int] = field(default_factory=dict)
+    store_dir: str = ""
 
 
 class _Rows:
@@ -75,12 +82,14 @@ class _Rows:
 
 class BatchPartition(InputPartition):
     """Part ``slice_index`` of ``slices`` of logged batch ``index`` (for a partitioned
-    spout: its partition ``slice_index`` of ``slices``)."""
+    spout: its partition ``slice_index`` of ``slices``; for a coordinated spout: its
+    emitter task, with ``committed`` the last committed transaction)."""
 
-    def __init__(self, index: int, slice_index: int = 0, slices: int = 1) -> None:
+    def __init__(self, index: int, slice_index: int = 0, slices: int = 1, committed: int = 0):
         self.index = index
         self.slice_index = slice_index
         self.slices = slices
+        self.committed = committed
 
 
 class SpoutStreamReader(DataSourceStreamReader):
@@ -127,7 +136,7 @@ class SpoutStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         driver = self.driver
         return [
-            BatchPartition(index, part, parts)
+            BatchPartition(index, part, parts, driver.acked)
             for index in range(int(start["batch"]), int(end["batch"]))
             for parts in [driver.parts(index)]
             for part in range(parts)
@@ -144,6 +153,10 @@ class SpoutStreamReader(DataSourceStreamReader):
             rows = route(setup.edges, setup.fields, part, self._emit_partition(index, part))
             yield rows_to_arrow(rows, pa)
             return
+        if setup.kind == "coordinated":
+            committed = partition.committed  # type: ignore[attr-defined]
+            yield rows_to_arrow(self._emit_task(index, part, committed), pa)
+            return
         slices = partition.slices  # type: ignore[attr-defined]
         blobs = self.log.rows(index)[part::slices]
         rows = route_pickled(setup.edges, setup.fields, part, blobs)
@@ -158,10 +171,11 @@ class SpoutStreamReader(DataSourceStreamReader):
         from squall.transactional.attempt import TransactionAttempt
 
         setup = self.setup
-        emitter = _EMITTERS.get(self.log.directory)
+        key = f"{self.options['run']}#{setup.source_id}"
+        emitter = _EMITTERS.get(key)
         if emitter is None:
             view = TaskView(setup.source_id, 0, 1, setup.conf)
-            emitter = _EMITTERS[self.log.directory] = setup.spout.get_emitter(setup.conf, view)
+            emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, view)
         context = TaskContext.get()
         attempt = TransactionAttempt(index + 1, context.attemptNumber() if context else 0)
         out = _Rows()
@@ -176,6 +190,40 @@ class SpoutStreamReader(DataSourceStreamReader):
             meta = emitter.emit_partition_batch(attempt, out, partition, previous)
         self.log.write_partition(index, partition, meta, len(out.rows))
         return out.rows
+
+    def _emit_task(self, index: int, task: int, committed: int) -> list[Any]:
+        """Run emitter task ``task`` of a coordinated spout for batch ``index`` (a
+        transaction is emitted alike each time: its metadata is logged)."""
+        from pyspark import TaskContext
+
+        from squall.spark.batchbolts import BatchEmits
+        from squall.transactional.attempt import TransactionAttempt
+        from squall.transactional.store import SqliteCoordinationStore
+
+        setup = self.setup
+        key = f"{self.options['run']}#{setup.source_id}#{task}"
+        emitter = _EMITTERS.get(key)
+        if emitter is None:
+            view = TaskView(
+                setup.source_id,
+                task,
+                setup.tasks,
+                setup.conf,
+                setup.component_tasks,
+                SqliteCoordinationStore(setup.store_dir),
+            )
+            emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, view)
+        if committed:
+            emitter.cleanup_before(committed)
+        context = TaskContext.get()
+        attempt = TransactionAttempt(index + 1, context.attemptNumber() if context else 0)
+        out = BatchEmits(setup.source_id)
+        emitter.emit_batch(attempt, self.log.data(index), out)
+        self.log.write_partition(index, task, None, len(out.emits))
+        edges: dict[str, list[Edge]] = {}
+        for edge in setup.edges:
+            edges.setdefault(edge.stream, []).append(edge)
+        return route_emits(edges, setup.output_fields, task, out.emits)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Batches before ``end`` committed: ack them to a batch spout, drop their log
@@ -196,7 +244,8 @@ class _DriverSide:
         self.drpc: Any = None
         self.empty_streak = 0
         self.skips_left = 0
-        self.observed_empty = -1
+        # A batch logged before a restart starts no back-off: the spout is polled at once.
+        self.observed_empty = self.size - 1
         view = TaskView(setup.source_id, 0, 1, setup.conf)
         if setup.kind == "batch":
             self.spout = log.last_spout()
@@ -209,10 +258,14 @@ class _DriverSide:
             self.drpc = DRPCInvocationsClient(options["drpc_host"], int(options["drpc_port"]))
         else:
             self.coordinator = setup.spout.get_coordinator(setup.conf, view)
+        #: A coordinated spout's metadata of the last transaction (None before any).
+        self.last_meta = (
+            log.data(self.size - 1) if setup.kind == "coordinated" and self.size else None
+        )
 
     def parts(self, index: int) -> int:
         """How many Spark partitions read batch ``index``."""
-        if self.setup.kind in ("transactional", "opaque"):
+        if self.setup.kind in ("transactional", "opaque", "coordinated"):
             return int(self.log.meta(index))
         return max([1, *(edge.tasks for edge in self.setup.edges)])
 
@@ -230,6 +283,12 @@ class _DriverSide:
             if not rows.rows:
                 return False
             self.log.append(self.size, rows.rows, self.spout)
+        elif kind == "coordinated":  # the coordinator plans; the emitter tasks emit
+            if self._idle() or not self.coordinator.is_ready():
+                return False
+            meta = self.coordinator.initialize_transaction(self.size + 1, self.last_meta)
+            self.log.append(self.size, [], None, str(self.setup.tasks), meta)
+            self.last_meta = meta
         else:
             if self._idle() or not self.coordinator.is_ready():
                 return False
@@ -239,7 +298,8 @@ class _DriverSide:
         return True
 
     def _idle(self) -> bool:
-        """Whether to skip this poll: the last batch emitted nothing, and fewer polls
+        """Whether to skip this poll (partitioned and coordinated spouts, whose
+        batches are emitted on executors): the last batch emitted nothing, and fewer polls
         than its back-off passed since (doubling per empty batch, up to
         ``MAX_IDLE_POLLS``)."""
         last = self.size - 1

@@ -67,13 +67,22 @@ class SpoutLog:
         indexes = self._indexes()
         return indexes[0] if indexes else 0
 
-    def append(self, index: int, rows: list[list[Any]], spout: Any, meta: str = "") -> None:
-        """Write batch ``index`` (its rows, each pickled, the spout after it, and the
-        source's note about it), atomically."""
+    def append(
+        self, index: int, rows: list[list[Any]], spout: Any, meta: str = "", data: Any = None
+    ) -> None:
+        """Write batch ``index`` (its rows, each pickled, the spout after it, the
+        source's note about it and, for a coordinated spout, the transaction's
+        metadata), atomically."""
         blobs = [pickle.dumps(values, pickle.HIGHEST_PROTOCOL) for values in rows]
         with open(self._path(index) + ".count", "w") as handle:
             handle.write(f"{len(blobs)}\n{meta}")
-        _write_atomically(self._path(index), cloudpickle.dumps({"rows": blobs, "spout": spout}))
+        payload = cloudpickle.dumps({"rows": blobs, "spout": spout, "data": data})
+        _write_atomically(self._path(index), payload)
+
+    def data(self, index: int) -> Any:
+        """The transaction metadata logged with batch ``index``."""
+        with open(self._path(index), "rb") as handle:
+            return pickle.load(handle)["data"]
 
     def count(self, index: int) -> int:
         """Number of tuples logged with batch ``index`` (0 if it is not logged)."""

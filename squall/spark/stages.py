@@ -37,20 +37,35 @@ Chooser = Callable[[int, Sequence[Any]], list[int]]
 
 
 class TaskView:
-    """The part of ``TopologyContext`` Trident operations use, for one partition."""
+    """The part of ``TopologyContext`` that Trident operations, batch bolts and spout
+    emitters use, for one partition. On Spark a task id is the task's index in its
+    component (its partition), 0..n-1."""
 
-    def __init__(self, component_id: str, task_index: int, tasks: int, conf: dict[str, Any]):
+    def __init__(
+        self,
+        component_id: str,
+        task_index: int,
+        tasks: int,
+        conf: dict[str, Any],
+        component_tasks: dict[str, int] | None = None,
+        coordination_store: Any = None,
+    ) -> None:
         self.component_id = component_id
         self.task_index = task_index
         self.task_id = task_index
         self.tasks = tasks
         self.conf = conf
-        self.coordination_store = None
+        self.component_tasks = component_tasks or {}
+        self.coordination_store = coordination_store
         self.clock = None
 
     def get_component_tasks(self, component_id: str) -> list[int]:
-        """Task indexes of this component (partitions 0..n-1)."""
-        return list(range(self.tasks))
+        """Task ids of ``component_id`` (this component's partitions by default)."""
+        return list(range(self.component_tasks.get(component_id, self.tasks)))
+
+    def get_this_task_index(self) -> int:
+        """This task's index within its component."""
+        return self.task_index
 
 
 def chooser(edge: Edge, fields: Fields, source_partition: int) -> Chooser:
@@ -105,6 +120,46 @@ def route(
         for edge, port, choose in choosers:
             for target in choose(source_partition, values):
                 rows.append((edge.target, port, target, blob))
+    return rows
+
+
+#: What a component emitted: ``(stream, values without the attempt, direct task)``.
+Emit = tuple[str, list[Any], int | None]
+
+
+def route_emits(
+    edges_by_stream: dict[str, list[Edge]],
+    fields_by_stream: dict[str, Fields],
+    source_partition: int,
+    emits: Iterable[Emit],
+) -> list[Row]:
+    """Rows for what a task emitted on several streams; a direct emit goes to the task
+    it names on the stream's direct subscriptions.
+
+    Raises:
+        ValueError: a direct emit names a task the subscriber does not have.
+    """
+    grouped: dict[str, list[list[Any]]] = {}
+    rows: list[Row] = []
+    for stream, values, task in emits:
+        edges = edges_by_stream.get(stream)
+        if not edges:
+            continue
+        if task is None:
+            grouped.setdefault(stream, []).append(values)
+            continue
+        blob = pickle.dumps(values, PICKLE)
+        for edge in edges:
+            if edge.kind is GroupingKind.DIRECT:
+                if not 0 <= task < edge.tasks:
+                    raise ValueError(
+                        f"emit_direct to task {task} on stream {stream!r}: the subscriber "
+                        f"has tasks 0..{edge.tasks - 1}"
+                    )
+                rows.append((edge.target, f"{edge.source}|{edge.stream}", task, blob))
+    for stream, values_list in grouped.items():
+        edges = [e for e in edges_by_stream[stream] if e.kind is not GroupingKind.DIRECT]
+        rows.extend(route(edges, fields_by_stream[stream], source_partition, values_list))
     return rows
 
 

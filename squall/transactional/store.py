@@ -17,6 +17,8 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
+import cloudpickle
+
 from squall.model.config import Config
 
 STORE_FILE = "coordination.sqlite"
@@ -132,9 +134,11 @@ class SqliteCoordinationStore(CoordinationStore):
         return default if row is None else pickle.loads(row[0])
 
     def put(self, namespace: str, key: str, value: Any) -> None:
+        # cloudpickle: metadata classes of user code pickled by value (Spark) are not
+        # importable by name where they are stored.
         self._connection().execute(
             "INSERT OR REPLACE INTO coordination (namespace, key, value) VALUES (?, ?, ?)",
-            (namespace, key, pickle.dumps(value)),
+            (namespace, key, cloudpickle.dumps(value)),
         )
 
     def delete(self, namespace: str, key: str) -> None:

@@ -1,0 +1,131 @@
+"""Per-partition work of a micro-batch for a transactional topology: one batch bolt
+task run over its part of the batch.
+
+Storm's batch coordination (``$coord`` counts, ``CoordinatedBolt``) is not needed on
+Spark: a stage sees all of its partition's tuples of the batch at once, so each task
+makes the bolt's instance for the batch, runs ``execute`` for every tuple and then
+``finish_batch``. Rows carry tuple values without the attempt; the stage puts the
+batch's ``TransactionAttempt`` back in front.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.spark.plan import SegmentPlan
+from squall.spark.stages import Emit, Row, TaskView, route_emits, rows_to_arrow
+from squall.transactional.attempt import TransactionAttempt
+
+#: Task views of tasks prepared in this process (``prepare_task`` done), with their
+#: declared bolt, per (run, stage, partition).
+_PREPARED: dict[tuple[str, int, int], tuple[TaskView, Any]] = {}
+
+
+class BatchEmits:
+    """The collector of a batch bolt (or a transactional spout's emitter) on Spark:
+    keeps what it emits, routed after the batch."""
+
+    def __init__(self, component_id: str) -> None:
+        self.component_id = component_id
+        self.emits: list[Emit] = []
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` (first value: the batch's attempt) on ``stream``."""
+        self.emits.append((stream, list(values[1:]), None))
+        return []
+
+    def emit_direct(
+        self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` (a task index) on a direct stream."""
+        self.emits.append((stream, list(values[1:]), task_id))
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Fail the batch with ``error`` (it is run again)."""
+        if isinstance(error, BaseException):
+            raise error
+        raise RuntimeError(f"{self.component_id}: {error}")
+
+
+class BatchBoltStage:
+    """Runs one batch bolt component for one micro-batch (transaction ``txid``)."""
+
+    def __init__(
+        self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int = 0
+    ) -> None:
+        self.plan = plan
+        self.attempt = TransactionAttempt(txid, attempt)
+        self.conf = conf
+        self.run_key = run_key
+
+    def _view(self, partition: int) -> TaskView:
+        key = (self.run_key, self.plan.index, partition)
+        prepared = _PREPARED.get(key)
+        if prepared is None:
+            plan = self.plan
+            view = TaskView(
+                plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks
+            )
+            prepare_task = getattr(plan.segment.bolt, "prepare_task", None)
+            if callable(prepare_task):
+                prepare_task(self.conf, view)
+            prepared = _PREPARED[key] = (view, plan.segment.bolt)
+        return prepared[0]
+
+    def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
+        """Run the bolt's instance for this batch over one partition's tuples; return
+        the routed output rows."""
+        plan = self.plan
+        view = self._view(partition)
+        declared = plan.segment.bolt
+        for_batch = getattr(declared, "for_batch", None)
+        bolt = for_batch() if callable(for_batch) else copy.deepcopy(declared)
+        collector = BatchEmits(plan.component_id)
+        attempt = self.attempt
+        bolt.prepare(self.conf, view, collector, attempt)
+        infos: dict[str, StreamInfo] = {}
+        for port, blob in rows:
+            info = infos.get(port)
+            if info is None:
+                source, _, stream = port.partition("|")
+                info = infos[port] = StreamInfo(source, stream, plan.input_fields[(source, stream)])
+            bolt.execute(Tuple([attempt, *pickle.loads(blob)], info, -1))
+        bolt.finish_batch()
+        return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
+
+    def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
+        """The ``mapInArrow`` function running this stage on executors."""
+        stage = self
+
+        def run(batches: Iterator[Any]) -> Iterator[Any]:
+            import pyarrow as pa
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            partition = context.partitionId() if context is not None else 0
+            pairs: list[tuple[str, bytes]] = []
+            for batch in batches:
+                pairs.extend(
+                    zip(
+                        batch.column("port").to_pylist(),
+                        batch.column("values").to_pylist(),
+                        strict=True,
+                    )
+                )
+            yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
+
+        return run
+
+
+def forget(run_key: str) -> None:
+    """Let the bolts of a topology run that were prepared in this process release their
+    task-level resources (``cleanup_task``)."""
+    for key in [k for k in _PREPARED if k[0] == run_key]:
+        _, bolt = _PREPARED.pop(key)
+        cleanup_task = getattr(bolt, "cleanup_task", None)
+        if callable(cleanup_task):
+            cleanup_task()
