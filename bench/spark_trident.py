@@ -157,7 +157,7 @@ def run_squall(spark: Any, batches: int, size: int, directory: str) -> dict[str,
     with SparkCluster(spark=spark, checkpoint_dir=os.path.join(directory, "squall")) as cluster:
         cluster.submit_topology("wc", conf, topology.build())
         cluster.wait_idle("wc")
-        query = cluster._get("wc").query
+        query = cluster._get("wc").queries[0].query
         progress = [json.loads(p.json) for p in query.recentProgress]
         counted = sum(MemoryMapState.contents(factory).values())
     rate, latencies = rows_per_second(progress)

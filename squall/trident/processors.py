@@ -19,6 +19,7 @@ from squall.trident.graph import Node
 from squall.trident.operations import (
     Aggregator,
     CombinerAggregator,
+    Count,
     TridentCollector,
 )
 from squall.trident.tuple import TridentTuple
@@ -44,6 +45,9 @@ def key_getter(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
         return lambda values: (values[position],)
     getter = itemgetter(*positions)
     return getter  # itemgetter of two or more positions returns a tuple
+
+
+_MISSING = object()
 
 
 class BatchRun:
@@ -95,6 +99,17 @@ class Processor:
         for stream in self.output_streams:
             run.collector.emit([run.attempt, *values], stream)
 
+    def wired(self) -> None:
+        """Children and output streams are final: a processor with one child and no
+        output stream emits straight to it (the common case, on the hot path)."""
+        if len(self.children) == 1 and not self.output_streams:
+            self._child, self._child_side = self.children[0]
+            self.emit = self._emit_to_child  # type: ignore[method-assign]
+
+    def _emit_to_child(self, run: BatchRun, values: list[Any]) -> None:
+        child = self._child
+        child.process(run, run.states[child.index], values, self._child_side)
+
     def _projector(self, fields: Fields) -> list[int]:
         return [self.input_fields.index(name) for name in fields]
 
@@ -124,16 +139,20 @@ class EachProcessor(Processor):
         self.function.execute(TridentTuple(self._project(values), self.inputs), self._collector)
         if not out:
             return
-        emitted = out[:]
-        out.clear()
-        for appended in emitted:
-            if len(appended) != self.width:
-                raise ValueError(
-                    f"Trident each ({type(self.function).__name__}) emitted {len(appended)} "
-                    f"value(s) for output fields {self.node.params['outputs'].to_list()}: "
-                    f"{appended!r}"
-                )
-            self.emit(run, values + appended)
+        # A processor is never re-entered while it emits (segments are trees), so the
+        # emitted list is walked in place and cleared afterwards, even on an error.
+        width = self.width
+        try:
+            for appended in out:
+                if len(appended) != width:
+                    raise ValueError(
+                        f"Trident each ({type(self.function).__name__}) emitted "
+                        f"{len(appended)} value(s) for output fields "
+                        f"{self.node.params['outputs'].to_list()}: {appended!r}"
+                    )
+                self.emit(run, values + appended)
+        finally:
+            out.clear()
 
 
 class FilterProcessor(Processor):
@@ -239,15 +258,23 @@ class _Grouped(Processor):
 
 
 class CombinePartialProcessor(_Grouped):
-    """Map-side combine before a repartition: one partial per group and batch."""
+    """Map-side combine before a repartition: one partial per group and batch. The
+    built-in ``Count`` is counted in place (its ``init`` is 1 and ``combine`` adds)."""
+
+    def __init__(self, node: Node, input_fields: Fields) -> None:
+        super().__init__(node, input_fields)
+        if type(self.aggregator) is Count:
+            self.process = self._count  # type: ignore[method-assign]
 
     def process(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
-        key = self.key(values)
-        value = self.aggregator.init(self.projected(values))
-        if key in state:
-            state[key] = self.aggregator.combine(state[key], value)
-        else:
-            state[key] = value
+        key = self._key(values)
+        value = self.aggregator.init(TridentTuple(self._project(values), self.inputs))
+        old = state.get(key, _MISSING)
+        state[key] = value if old is _MISSING else self.aggregator.combine(old, value)
+
+    def _count(self, run: BatchRun, state: Any, values: list[Any], side: int) -> None:
+        key = self._key(values)
+        state[key] = state.get(key, 0) + 1
 
     def finish(self, run: BatchRun, state: Any) -> None:
         for key, value in state.items():

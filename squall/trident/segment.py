@@ -38,6 +38,8 @@ class TridentSegment(BatchBolt):
         self.entries = entries
         self.output_streams = outputs
         self.task_index = 0
+        for processor in processors:
+            processor.wired()
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         for stream, fields in self.output_streams.items():
