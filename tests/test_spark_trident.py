@@ -282,3 +282,44 @@ def test_drpc_queries_a_state_on_spark(spark: Any, tmp_path: Path) -> None:
             assert drpc.execute("words", "the jumped score nothing") == "[[3]]"
         finally:
             cluster.shutdown()
+
+
+class RecordTask(Function):
+    """Appends ``task index, value`` lines to ``path`` (from any process)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_index
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        with open(self.path, "a") as handle:
+            handle.write(f"{self.task} {tup[0]}\n")
+        collector.emit([tup[0]])
+
+
+def test_a_shuffled_batch_reaches_tasks_round_robin_without_an_exchange(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Tuple ``j`` of a batch goes to task ``j % tasks`` (the local engine's round
+    robin): the source's slice ``i`` is task ``i``'s input, with no shuffle stage."""
+    record = tmp_path / "tasks"
+    topology = TridentTopology()
+    values = [[n * 10] for n in range(9)]
+    topology.new_stream("numbers", FixedBatchSpout(Fields("n"), 9, *values)).shuffle().each(
+        Fields("n"), RecordTask(str(record)), Fields("same")
+    ).parallelism_hint(3)
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path / "checkpoint"))
+    try:
+        cluster.submit_topology(
+            "rr", {"topology.spark.batch.interval.millis": 50}, topology.build()
+        )
+        assert cluster.wait_idle("rr")
+        running = cluster._get("rr").queries[0]
+        stage = running.plan.segments[0]
+        assert running.runner._aligned(stage, {"numbers": range(0, 1)})
+    finally:
+        cluster.shutdown()
+    seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())
+    assert seen == sorted((j % 3, j * 10) for j in range(9))

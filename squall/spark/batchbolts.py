@@ -17,7 +17,7 @@ from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.spark.plan import SegmentPlan
-from squall.spark.stages import Emit, Row, TaskView, route_emits, rows_to_arrow
+from squall.spark.stages import Emit, Row, TaskView, arrow_function, route_emits
 from squall.transactional.attempt import TransactionAttempt
 
 #: Task views of tasks prepared in this process (``prepare_task`` done), with their
@@ -99,26 +99,7 @@ class BatchBoltStage:
 
     def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        stage = self
-
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
-            import pyarrow as pa
-            from pyspark import TaskContext
-
-            context = TaskContext.get()
-            partition = context.partitionId() if context is not None else 0
-            pairs: list[tuple[str, bytes]] = []
-            for batch in batches:
-                pairs.extend(
-                    zip(
-                        batch.column("port").to_pylist(),
-                        batch.column("values").to_pylist(),
-                        strict=True,
-                    )
-                )
-            yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
-
-        return run
+        return arrow_function(self)
 
 
 def forget(run_key: str) -> None:

@@ -14,7 +14,7 @@ from squall.spark.batchbolts import BatchBoltStage
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import SegmentPlan, TridentPlan
 from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import STAGE_SCHEMA, SegmentStage
+from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
@@ -134,7 +134,7 @@ class TridentRunner:
             try:
                 if self.returns is not None:
                     self.returns.requests[batch_id + 1] = request_id
-                self._run(frame, batch_id, attempt)
+                self._run(frame, batch_id, ranges, attempt)
                 break
             except Exception as exc:
                 self._record(exc)
@@ -189,7 +189,21 @@ class TridentRunner:
                 readers.setdefault(self._producer(edge.source), set()).add(segment.index)
         return {producer: len(indexes) for producer, indexes in readers.items()}
 
-    def _run(self, frame: Any, batch_id: int, attempt: int = 0) -> None:
+    def _aligned(self, segment: SegmentPlan, ranges: dict[str, range]) -> bool:
+        """Whether ``segment``'s input is already in its partitions: it reads only one
+        batch spout, over one aligned edge (see ``stages.aligned``), and this
+        micro-batch holds one batch of it, so Spark partition ``i`` of the source is
+        task ``i``'s input and no exchange is needed."""
+        if len(self.plan.sources) != 1 or len(segment.inputs) != 1:
+            return False
+        source = self.plan.sources[0]
+        edge = segment.inputs[0]
+        if source.kind != "batch" or edge.source != source.component_id:
+            return False
+        slices = max([1, *(e.tasks for e in source.outputs)])
+        return aligned(edge, slices) and len(ranges.get(source.component_id, ())) == 1
+
+    def _run(self, frame: Any, batch_id: int, ranges: dict[str, range], attempt: int = 0) -> None:
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
@@ -226,9 +240,9 @@ class TridentRunner:
                         [(*row, "") for row in produced], STAGE_SCHEMA
                     )
                 continue
-            output = inputs.repartitionById(segment.tasks, "target").mapInArrow(
-                stage.arrow_function(), STAGE_SCHEMA
-            )
+            if not self._aligned(segment, ranges):
+                inputs = inputs.repartitionById(segment.tasks, "target")
+            output = inputs.mapInArrow(stage.arrow_function(), STAGE_SCHEMA)
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:

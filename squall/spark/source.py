@@ -159,7 +159,7 @@ class SpoutStreamReader(DataSourceStreamReader):
             return
         slices = partition.slices  # type: ignore[attr-defined]
         blobs = self.log.rows(index)[part::slices]
-        rows = route_pickled(setup.edges, setup.fields, part, blobs)
+        rows = route_pickled(setup.edges, setup.fields, part, blobs, slices)
         yield rows_to_arrow(rows, pa, self.log.meta(index))
 
     def _emit_partition(self, index: int, partition: int) -> list[list[Any]]:

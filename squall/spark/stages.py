@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
@@ -86,19 +86,39 @@ def chooser(edge: Edge, fields: Fields, source_partition: int) -> Chooser:
     return ShuffleRouter(targets, source_partition).choose
 
 
+#: Groupings for which any even spread is right.
+SPREADING = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
+
+
+def aligned(edge: Edge, slices: int) -> bool:
+    """Whether a source read in ``slices`` slices sends slice ``i`` of its batch to
+    task ``i`` along ``edge``: a spreading grouping over as many tasks as slices. Slice
+    ``i`` holds tuples ``i, i + slices, ...`` of the batch, so tuple ``j`` goes to task
+    ``j % tasks``, the local engine's round robin; and the stage reading such an edge
+    needs no exchange (see ``TridentRunner``)."""
+    return edge.kind in SPREADING and edge.tasks == slices
+
+
 def route_pickled(
-    edges: list[Edge], fields: Fields, source_partition: int, blobs: Iterable[bytes]
+    edges: list[Edge],
+    fields: Fields,
+    source_partition: int,
+    blobs: Iterable[bytes],
+    slices: int = 0,
 ) -> list[Row]:
-    """Rows for already pickled tuples: grouping by fields unpickles them, the others
-    route the bytes as they are."""
+    """Rows for already pickled tuples of slice ``source_partition`` of ``slices``:
+    grouping by fields unpickles them, the others route the bytes as they are."""
     blobs = list(blobs)
     if any(edge.kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY) for edge in edges):
         return route(edges, fields, source_partition, [pickle.loads(b) for b in blobs])
-    choosers = [
-        (edge, f"{edge.source}|{edge.stream}", chooser(edge, fields, source_partition))
-        for edge in edges
-    ]
     rows: list[Row] = []
+    choosers = []
+    for edge in edges:
+        port = f"{edge.source}|{edge.stream}"
+        if aligned(edge, slices):
+            rows.extend((edge.target, port, source_partition, blob) for blob in blobs)
+        else:
+            choosers.append((edge, port, chooser(edge, fields, source_partition)))
     for blob in blobs:
         for edge, port, choose in choosers:
             for target in choose(source_partition, ()):
@@ -220,26 +240,47 @@ class SegmentStage:
 
     def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        stage = self
+        return arrow_function(self)
 
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
-            import pyarrow as pa
-            from pyspark import TaskContext
 
-            context = TaskContext.get()
-            partition = context.partitionId() if context is not None else 0
-            pairs: list[tuple[str, bytes]] = []
-            for batch in batches:
-                pairs.extend(
-                    zip(
-                        batch.column("port").to_pylist(),
-                        batch.column("values").to_pylist(),
-                        strict=True,
-                    )
+class PartitionRunner(Protocol):
+    """A stage: runs one task (partition) over its input rows."""
+
+    def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
+        """Process ``(port, pickled values)`` rows as one batch; the routed output."""
+
+
+def arrow_function(stage: PartitionRunner) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function running ``stage`` on executors: Spark partition
+    ``i`` is task ``i``.
+
+    Raises:
+        RuntimeError: a row's target task is not the partition it arrived in (rows
+            must reach their task, whether by exchange or aligned from the source).
+    """
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        pairs: list[tuple[str, bytes]] = []
+        for batch in batches:
+            targets = batch.column("target")
+            if len(targets) and not pc.all(pc.equal(targets, partition)).as_py():
+                raise RuntimeError(f"rows for other tasks reached task {partition}")
+            pairs.extend(
+                zip(
+                    batch.column("port").to_pylist(),
+                    batch.column("values").to_pylist(),
+                    strict=True,
                 )
-            yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
+            )
+        yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
 
-        return run
+    return run
 
 
 def rows_to_arrow(rows: list[Row], pa: Any, meta: str = "") -> Any:
