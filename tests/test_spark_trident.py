@@ -62,6 +62,11 @@ def word_count(factory: Any, flag: str | None = None) -> TridentTopology:
     return topology
 
 
+def plan_of(cluster: SparkCluster, name: str) -> list[Any]:
+    """The stages of a running topology's first query, in order."""
+    return cluster._get(name).queries[0].plan.segments
+
+
 def counts(factory: Any) -> dict[str, int]:
     contents = (
         MemoryMapState.contents(factory)
@@ -88,6 +93,14 @@ def test_word_count_is_exact(
         assert counts(factory) == dict(TRUE_COUNTS)
         assert info.extra["batches"] >= 3  # five sentences in batches of two
         assert info.components["sentences"].emitted == len(SENTENCES)
+        split, count = (info.components[s.component_id] for s in plan_of(cluster, "wc"))
+        assert split.executed == len(SENTENCES)  # each sentence once, in its batch
+        assert count.executed == split.transferred  # the partial counts
+        assert count.emitted == 0  # no new values stream
+        words_per_batch = [
+            len(set(" ".join(s[0] for s in SENTENCES[i : i + 2]).split())) for i in (0, 2, 4)
+        ]
+        assert count.executed <= sum(words_per_batch) * 2  # combined within each task
     finally:
         cluster.shutdown()
 

@@ -61,6 +61,8 @@ class BatchBoltStage:
         self.attempt = TransactionAttempt(txid, attempt)
         self.conf = conf
         self.run_key = run_key
+        #: Emit calls of the last ``run_partition``.
+        self.emitted = 0
 
     def _view(self, partition: int) -> TaskView:
         key = (self.run_key, self.plan.index, partition)
@@ -95,11 +97,12 @@ class BatchBoltStage:
                 info = infos[port] = StreamInfo(source, stream, plan.input_fields[(source, stream)])
             bolt.execute(Tuple([attempt, *pickle.loads(blob)], info, -1))
         bolt.finish_batch()
+        self.emitted = len(collector.emits)
         return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
 
-    def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def arrow_function(self, figures: Any = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        return arrow_function(self)
+        return arrow_function(self, figures)
 
 
 def forget(run_key: str) -> None:

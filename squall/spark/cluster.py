@@ -262,8 +262,17 @@ class SparkCluster(TopologyRegistry[_Running]):
                     errors_total=len(figures.errors),
                 )
             for segment in item.plan.segments:
+                executed, emitted, transferred, seconds = item.runner.component_figures(
+                    segment.component_id
+                )
                 components[segment.component_id] = ComponentStats(
-                    segment.component_id, "bolt", list(range(segment.tasks))
+                    segment.component_id,
+                    "bolt",
+                    list(range(segment.tasks)),
+                    emitted=int(emitted),
+                    transferred=int(transferred),
+                    executed=int(executed),
+                    execute_latency_ms=seconds * 1000.0 / executed if executed else 0.0,
                 )
             per_query[item.plan.key] = {
                 "batches": figures.batches,

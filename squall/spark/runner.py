@@ -11,10 +11,11 @@ from typing import Any
 
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.batchbolts import BatchBoltStage
+from squall.spark.figures import Figures, FiguresParam, zero
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import SegmentPlan, TridentPlan
 from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned
+from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
@@ -110,6 +111,13 @@ class TridentRunner:
         self.spark = spark
         self.figures = BatchFigures()
         self.emitted: dict[str, int] = {source.component_id: 0 for source in plan.sources}
+        #: Per stage: an accumulator its executor tasks add to, and the driver's figures
+        #: (driver-side stages add there; accumulated values are added after a batch).
+        self.accumulators = {
+            s.component_id: spark.sparkContext.accumulator(zero(), FiguresParam())
+            for s in plan.segments
+        }
+        self.stage_figures: dict[str, Figures] = {s.component_id: zero() for s in plan.segments}
         self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
         self.returns: DRPCReturns | None = None
         drpc = plan.drpc
@@ -154,6 +162,12 @@ class TridentRunner:
         figures.last_rows = rows
         figures.rows_total += rows
         figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+
+    def component_figures(self, component_id: str) -> Figures:
+        """``[executed, emitted, transferred, seconds]`` of a stage so far."""
+        on_driver = self.stage_figures[component_id]
+        on_executors = self.accumulators[component_id].value
+        return [a + b for a, b in zip(on_driver, on_executors, strict=True)]
 
     def _count(self, ranges: dict[str, range]) -> int:
         """Tuples the sources emitted in this batch (added to ``emitted``)."""
@@ -233,8 +247,10 @@ class TridentRunner:
                 for row in inputs.select("port", "target", "values").collect():  # driver
                     by_partition[row["target"]].append((row["port"], row["values"]))
                 produced = []
+                figures = self.stage_figures[segment.component_id]
                 for partition in range(segment.tasks):
-                    produced.extend(stage.run_partition(partition, by_partition.get(partition, [])))
+                    pairs = by_partition.get(partition, [])
+                    produced.extend(timed_run(stage, partition, pairs, figures))
                 if segment.outputs:
                     frames[segment.component_id] = self.spark.createDataFrame(
                         [(*row, "") for row in produced], STAGE_SCHEMA
@@ -242,7 +258,8 @@ class TridentRunner:
                 continue
             if not self._aligned(segment, ranges):
                 inputs = inputs.repartitionById(segment.tasks, "target")
-            output = inputs.mapInArrow(stage.arrow_function(), STAGE_SCHEMA)
+            accumulator = self.accumulators[segment.component_id]
+            output = inputs.mapInArrow(stage.arrow_function(accumulator), STAGE_SCHEMA)
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:

@@ -10,6 +10,7 @@ process (kept warm across micro-batches while Spark reuses the Python worker).
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from squall.runtime.routing import (
     PartialKeyRouter,
     ShuffleRouter,
 )
+from squall.spark.figures import add
 from squall.spark.plan import Edge, SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
@@ -202,6 +204,8 @@ class SegmentStage:
         self.txid = txid
         self.conf = conf
         self.run_key = run_key
+        #: Emit calls of the last ``run_partition``.
+        self.emitted = 0
 
     def _processors(self, partition: int) -> list[Processor]:
         key = (self.run_key, self.plan.index, partition)
@@ -236,23 +240,40 @@ class SegmentStage:
             if edges:
                 fields = self.plan.segment.output_streams[stream]
                 routed.extend(route(edges, fields, partition, values_list))
+        self.emitted = len(outputs.items)
         return routed
 
-    def arrow_function(self) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def arrow_function(self, figures: Any = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        return arrow_function(self)
+        return arrow_function(self, figures)
 
 
 class PartitionRunner(Protocol):
     """A stage: runs one task (partition) over its input rows."""
 
+    emitted: int
+
     def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
         """Process ``(port, pickled values)`` rows as one batch; the routed output."""
 
 
-def arrow_function(stage: PartitionRunner) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def timed_run(
+    stage: PartitionRunner, partition: int, pairs: list[tuple[str, bytes]], figures: Any
+) -> list[Row]:
+    """``stage.run_partition``, its counts and time added to ``figures`` (when given:
+    an accumulator or a driver-side list, see ``squall.spark.figures``)."""
+    started = time.perf_counter()
+    rows = stage.run_partition(partition, pairs)
+    if figures is not None:
+        add(figures, len(pairs), stage.emitted, len(rows), time.perf_counter() - started)
+    return rows
+
+
+def arrow_function(
+    stage: PartitionRunner, figures: Any = None
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function running ``stage`` on executors: Spark partition
-    ``i`` is task ``i``.
+    ``i`` is task ``i``; counts go to the accumulator ``figures``.
 
     Raises:
         RuntimeError: a row's target task is not the partition it arrived in (rows
@@ -278,7 +299,7 @@ def arrow_function(stage: PartitionRunner) -> Callable[[Iterator[Any]], Iterator
                     strict=True,
                 )
             )
-        yield rows_to_arrow(stage.run_partition(partition, pairs), pa)
+        yield rows_to_arrow(timed_run(stage, partition, pairs, figures), pa)
 
     return run
 
