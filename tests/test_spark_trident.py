@@ -336,3 +336,20 @@ def test_a_shuffled_batch_reaches_tasks_round_robin_without_an_exchange(
         cluster.shutdown()
     seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())
     assert seen == sorted((j % 3, j * 10) for j in range(9))
+
+
+def test_an_unreachable_state_backend_is_named(spark: Any, tmp_path: Path) -> None:
+    from squall.trident.state import RedisMapState
+
+    factory = RedisMapState.factory("redis://127.0.0.1:1/0", StateType.TRANSACTIONAL)
+    conf = {"topology.spark.batch.retries": 0, "topology.spark.batch.interval.millis": 50}
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+    try:
+        cluster.submit_topology("wc", conf, word_count(factory).build())
+        assert not cluster.wait_idle("wc")
+        info = cluster.get_topology_info("wc")
+        assert info.status == "FAILED"
+        errors = [e.error for e in info.components["sentences"].errors]
+        assert any("RedisMapState cannot reach redis://127.0.0.1:1/0" in e for e in errors)
+    finally:
+        cluster.shutdown()
