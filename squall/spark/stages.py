@@ -12,6 +12,7 @@ from __future__ import annotations
 import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import Any, Protocol
 
 from squall.model.fields import Fields
@@ -225,10 +226,17 @@ class SegmentStage:
         run = BatchRun(TransactionAttempt(self.txid, 0), outputs, processors, partition)
         entries = self.plan.segment.entries
         states = run.states
+        loads = pickle.loads
+        # port -> (bound process of the entry processor, its batch state, side)
+        targets: dict[str, tuple[Any, Any, int]] = {}
         for port, blob in rows:
-            source, _, stream = port.partition("|")
-            index, side = entries[(source, stream)]
-            processors[index].process(run, states[index], pickle.loads(blob), side)
+            target = targets.get(port)
+            if target is None:
+                source, _, stream = port.partition("|")
+                index, side = entries[(source, stream)]
+                target = targets[port] = (processors[index].process, states[index], side)
+            process, state, side = target
+            process(run, state, loads(blob), side)
         for processor in processors:
             processor.finish(run, states[processor.index])
         by_stream: dict[str, list[list[Any]]] = {}
@@ -289,16 +297,17 @@ def arrow_function(
         partition = context.partitionId() if context is not None else 0
         pairs: list[tuple[str, bytes]] = []
         for batch in batches:
+            if not batch.num_rows:
+                continue
             targets = batch.column("target")
-            if len(targets) and not pc.all(pc.equal(targets, partition)).as_py():
+            if not pc.all(pc.equal(targets, partition)).as_py():
                 raise RuntimeError(f"rows for other tasks reached task {partition}")
-            pairs.extend(
-                zip(
-                    batch.column("port").to_pylist(),
-                    batch.column("values").to_pylist(),
-                    strict=True,
-                )
-            )
+            values = batch.column("values").to_pylist()
+            ports = pc.unique(batch.column("port"))
+            if len(ports) == 1:  # the usual case: one input stream
+                pairs.extend(zip(repeat(ports[0].as_py(), len(values)), values, strict=True))
+            else:
+                pairs.extend(zip(batch.column("port").to_pylist(), values, strict=True))
         yield rows_to_arrow(timed_run(stage, partition, pairs, figures), pa)
 
     return run
