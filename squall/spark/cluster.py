@@ -231,6 +231,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         running = self._get(name)
         try:
             for item in running.queries:
+                item.runner.stopping = True
                 item.query.stop()
         finally:
             for bridge in running.bridges:

@@ -154,7 +154,7 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
         else:
             raise _unsupported(f"component {spec.component_id!r} ({type(component).__name__})")
     by_id = {source.component_id: source for source in sources}
-    ordered = _topological(topology, list(segments), set(by_id))
+    ordered = _committers_last(topology, _topological(topology, list(segments), set(by_id)))
     plans = {
         cid: SegmentPlan(
             index,
@@ -227,7 +227,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> TridentP
             if not stream.startswith(("$", "__"))
         }
 
-    ordered = _topological(topology, bolts, {emitter_id})
+    ordered = _committers_last(topology, _topological(topology, bolts, {emitter_id}))
     plans = {
         cid: SegmentPlan(
             index,
@@ -287,11 +287,15 @@ def _spout_kind(spout: Any, component_id: str) -> SourceKind:
 
 def _detached(segment: TridentSegment) -> TridentSegment:
     """A copy of ``segment`` whose processors keep only their own graph node: a node
-    refers to its parents, and through them to the whole upstream graph (spouts, a
-    ``LocalDRPC``), which must not travel to executors."""
+    refers to its parents (and a queried state to its topology), and through them to
+    the whole upstream graph (spouts, a ``LocalDRPC``), which must not travel to
+    executors."""
     copied = copy.deepcopy(segment)
     for processor in copied.processors:
-        processor.node = dataclasses.replace(processor.node, parents=[])
+        # A queried state refers to its topology too; the processor has taken what it
+        # needs from it (its factory) when it was made.
+        params = {k: v for k, v in processor.node.params.items() if k != "state"}
+        processor.node = dataclasses.replace(processor.node, parents=[], params=params)
     return copied
 
 
@@ -315,6 +319,21 @@ def _reached(topology: StormTopology, source: str, segments: set[str]) -> set[st
                 reached.add(cid)
                 frontier.append(cid)
     return reached
+
+
+def _committers_last(topology: StormTopology, ordered: list[str]) -> list[str]:
+    """``ordered`` with the committers and everything downstream of them moved after
+    the other stages (still a topological order): a batch's processing is complete
+    before any of its state is committed, as under Storm's commit phase."""
+    after: set[str] = set()
+    for cid in ordered:
+        spec = topology.get_component(cid)
+        fed_by_late = any(
+            s.source in after for s in spec.inputs if not s.stream_id.startswith(("$", "__"))
+        )
+        if fed_by_late or getattr(spec.component, "committer", False):
+            after.add(cid)
+    return [c for c in ordered if c not in after] + [c for c in ordered if c in after]
 
 
 def _topological(topology: StormTopology, segments: list[str], sources: set[str]) -> list[str]:

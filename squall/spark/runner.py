@@ -52,7 +52,7 @@ def make_stage(
     """The stage running ``segment`` in transaction ``txid``: a Trident segment, or a
     transactional topology's batch bolt (attempt ``attempt`` of the batch)."""
     if isinstance(segment.segment, TridentSegment):
-        return SegmentStage(segment, txid, conf, run_key)
+        return SegmentStage(segment, txid, conf, run_key, attempt)
     return BatchBoltStage(segment, txid, conf, run_key, attempt)
 
 
@@ -119,6 +119,8 @@ class TridentRunner:
         }
         self.stage_figures: dict[str, Figures] = {s.component_id: zero() for s in plan.segments}
         self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
+        #: Set when the topology is killed: an interrupted batch is not run again.
+        self.stopping = False
         self.returns: DRPCReturns | None = None
         drpc = plan.drpc
         if drpc is not None:
@@ -142,9 +144,14 @@ class TridentRunner:
             try:
                 if self.returns is not None:
                     self.returns.requests[batch_id + 1] = request_id
+                for source in self.plan.sources:  # emitters on executors read it
+                    for index in ranges.get(source.component_id, range(0)):
+                        self.logs[source.component_id].set_attempt(index, attempt)
                 self._run(frame, batch_id, ranges, attempt)
                 break
             except Exception as exc:
+                if self.stopping:  # killed: the batch was interrupted, not failed
+                    raise
                 self._record(exc)
                 if attempt == self.retries:
                     if self.returns is None:
@@ -235,8 +242,16 @@ class TridentRunner:
             frames = {SOURCES: frame.localCheckpoint(eager=True)}
         else:
             frames = {SOURCES: shared(SOURCES, frame)}
+        materialized = {SOURCES}
         for segment in plan.segments:
             producers = dict.fromkeys(self._producer(edge.source) for edge in segment.inputs)
+            if len(producers) > 1:
+                # A stage computed inside a union's tasks would see the union's partition
+                # ids: run each producing stage in a job of its own first.
+                for producer in producers:
+                    if producer not in materialized:
+                        frames[producer] = frames[producer].localCheckpoint(eager=True)
+                        materialized.add(producer)
             inputs = reduce(
                 DataFrame.unionAll,
                 [frames[p].filter(col("dest") == segment.index) for p in producers],

@@ -158,7 +158,9 @@ class SpoutStreamReader(DataSourceStreamReader):
             yield rows_to_arrow(self._emit_task(index, part, committed), pa)
             return
         slices = partition.slices  # type: ignore[attr-defined]
-        blobs = self.log.rows(index)[part::slices]
+        everything = self.log.rows(index)
+        size = len(everything)  # slice ``part``: a contiguous share, in emit order
+        blobs = everything[part * size // slices : (part + 1) * size // slices]
         rows = route_pickled(setup.edges, setup.fields, part, blobs, slices)
         yield rows_to_arrow(rows, pa, self.log.meta(index))
 
@@ -166,8 +168,6 @@ class SpoutStreamReader(DataSourceStreamReader):
         """Emit ``partition`` of batch ``index`` with the spout's emitter: a
         transactional spout replays a batch from its logged metadata; an opaque one
         always continues from the previous batch's (so a replay may differ)."""
-        from pyspark import TaskContext
-
         from squall.transactional.attempt import TransactionAttempt
 
         setup = self.setup
@@ -176,8 +176,7 @@ class SpoutStreamReader(DataSourceStreamReader):
         if emitter is None:
             view = TaskView(setup.source_id, 0, 1, setup.conf)
             emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, view)
-        context = TaskContext.get()
-        attempt = TransactionAttempt(index + 1, context.attemptNumber() if context else 0)
+        attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = _Rows()
         logged = self.log.partition(index, partition)
         if setup.kind == "transactional" and logged is not None:
@@ -194,8 +193,6 @@ class SpoutStreamReader(DataSourceStreamReader):
     def _emit_task(self, index: int, task: int, committed: int) -> list[Any]:
         """Run emitter task ``task`` of a coordinated spout for batch ``index`` (a
         transaction is emitted alike each time: its metadata is logged)."""
-        from pyspark import TaskContext
-
         from squall.spark.batchbolts import BatchEmits
         from squall.transactional.attempt import TransactionAttempt
         from squall.transactional.store import SqliteCoordinationStore
@@ -215,8 +212,7 @@ class SpoutStreamReader(DataSourceStreamReader):
             emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, view)
         if committed:
             emitter.cleanup_before(committed)
-        context = TaskContext.get()
-        attempt = TransactionAttempt(index + 1, context.attemptNumber() if context else 0)
+        attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = BatchEmits(setup.source_id)
         emitter.emit_batch(attempt, self.log.data(index), out)
         self.log.write_partition(index, task, None, len(out.emits))

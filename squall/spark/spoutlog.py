@@ -115,6 +115,21 @@ class SpoutLog:
         with open(self._path(size - 1), "rb") as handle:
             return pickle.load(handle)["spout"]
 
+    def set_attempt(self, index: int, attempt: int) -> None:
+        """Batch ``index`` is being run for the ``attempt``-th time (from 0), by the
+        driver: emitters on executors give their tuples that attempt id."""
+        path = self._path(index) + ".attempt"
+        if attempt or os.path.exists(path):
+            _write_atomically(path, str(attempt).encode())
+
+    def attempt(self, index: int) -> int:
+        """The attempt of batch ``index`` being run (0 unless it was run again)."""
+        try:
+            with open(self._path(index) + ".attempt") as handle:
+                return int(handle.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
     # -- partitions of a partitioned spout's batch (written on executors) --------------
 
     def _partition_path(self, index: int, partition: int) -> str:

@@ -9,6 +9,7 @@ process (kept warm across micro-batches while Spark reuses the Python worker).
 
 from __future__ import annotations
 
+import copy
 import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -95,10 +96,10 @@ SPREADING = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUF
 
 def aligned(edge: Edge, slices: int) -> bool:
     """Whether a source read in ``slices`` slices sends slice ``i`` of its batch to
-    task ``i`` along ``edge``: a spreading grouping over as many tasks as slices. Slice
-    ``i`` holds tuples ``i, i + slices, ...`` of the batch, so tuple ``j`` goes to task
-    ``j % tasks``, the local engine's round robin; and the stage reading such an edge
-    needs no exchange (see ``TridentRunner``)."""
+    task ``i`` along ``edge``: a spreading grouping over as many tasks as slices. Slices
+    are contiguous parts of the batch of (nearly) equal size, so each task gets an even
+    share in emit order, and the stage reading such an edge needs no exchange (see
+    ``TridentRunner``)."""
     return edge.kind in SPREADING and edge.tasks == slices
 
 
@@ -113,7 +114,8 @@ def route_pickled(
     grouping by fields unpickles them, the others route the bytes as they are."""
     blobs = list(blobs)
     if any(edge.kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY) for edge in edges):
-        return route(edges, fields, source_partition, [pickle.loads(b) for b in blobs])
+        values = [pickle.loads(b) for b in blobs]
+        return route(edges, fields, source_partition, values, slices)
     rows: list[Row] = []
     choosers = []
     for edge in edges:
@@ -130,11 +132,24 @@ def route_pickled(
 
 
 def route(
-    edges: list[Edge], fields: Fields, source_partition: int, values_list: Iterable[Sequence[Any]]
+    edges: list[Edge],
+    fields: Fields,
+    source_partition: int,
+    values_list: Iterable[Sequence[Any]],
+    slices: int = 0,
 ) -> list[Row]:
-    """Rows for ``values_list`` sent along ``edges`` from ``source_partition``."""
+    """Rows for ``values_list`` sent along ``edges`` from ``source_partition`` (slice
+    ``source_partition`` of ``slices`` of a source: aligned edges keep the slice's
+    tuples at its task)."""
+    keep = [source_partition]
     choosers = [
-        (edge, f"{edge.source}|{edge.stream}", chooser(edge, fields, source_partition))
+        (
+            edge,
+            f"{edge.source}|{edge.stream}",
+            (lambda task, values: keep)
+            if aligned(edge, slices)
+            else chooser(edge, fields, source_partition),
+        )
         for edge in edges
     ]
     rows: list[Row] = []
@@ -200,9 +215,12 @@ class _Outputs:
 class SegmentStage:
     """Runs one segment for one micro-batch (transaction ``txid``)."""
 
-    def __init__(self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str) -> None:
+    def __init__(
+        self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int = 0
+    ) -> None:
         self.plan = plan
         self.txid = txid
+        self.attempt = attempt
         self.conf = conf
         self.run_key = run_key
         #: Emit calls of the last ``run_partition``.
@@ -212,7 +230,11 @@ class SegmentStage:
         key = (self.run_key, self.plan.index, partition)
         processors = _PREPARED.get(key)
         if processors is None:
-            processors = self.plan.segment.processors
+            # Each task its own processors (as each local task has its own copy of the
+            # segment); what the driver wired in (a DRPC result resolver) is shared.
+            declared = self.plan.segment.processors
+            memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
+            processors = copy.deepcopy(declared, memo)
             view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
             for processor in processors:
                 processor.prepare(self.conf, view)
@@ -223,7 +245,8 @@ class SegmentStage:
         """Process one partition's tuples as one batch; return the routed output rows."""
         processors = self._processors(partition)
         outputs = _Outputs()
-        run = BatchRun(TransactionAttempt(self.txid, 0), outputs, processors, partition)
+        attempt = TransactionAttempt(self.txid, self.attempt)
+        run = BatchRun(attempt, outputs, processors, partition)
         entries = self.plan.segment.entries
         states = run.states
         loads = pickle.loads
