@@ -1,23 +1,83 @@
-"""State shared by every task copy of a test component.
+"""State shared by every task copy of a test component, in any process.
 
-The engines give each task its own copy of a component (``copy.deepcopy``). Test
-helpers still need one place where all copies record what happened, readable by the
-test: a :class:`SharedRecord` is kept (not copied) when its owner is deep-copied.
+The engines give each task its own copy of a component: ``copy.deepcopy`` on the local
+engine, pickling to other processes on the Spark engine. Test helpers still need one
+place where all copies record what happened, readable by the test: a
+:class:`SharedRecord`.
+
+Within one process, a record is kept (not copied) when its owner is deep-copied, and its
+lists live in memory. Once a record is pickled, it moves to a directory of append-only
+files, and from then on every copy (the original, and each unpickled copy in any
+process on this machine) appends to and reads from those files.
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
+import hashlib
+import os
+import pickle
+import shutil
+import struct
+import tempfile
 import threading
 from collections import deque
 from typing import Any
 
+#: Each entry of a record file: its length (8 bytes, big-endian), then the pickle.
+_HEADER = struct.Struct(">Q")
+_SUFFIX = ".record"
+
+#: Record directories -> the id of the process that created them (which removes them
+#: when it exits; a forked child inherits the entries of its parent, not the duty).
+_OWNED: dict[str, int] = {}
+
+
+def _remove_owned() -> None:
+    pid = os.getpid()
+    for directory, owner in list(_OWNED.items()):
+        if owner == pid:
+            shutil.rmtree(directory, ignore_errors=True)
+            del _OWNED[directory]
+
+
+atexit.register(_remove_owned)
+
 
 class SharedRecord:
-    """Thread-safe lists shared by every copy of the component holding it."""
+    """Lists of items, one per name, shared by every copy of the component holding it.
+
+    Where it runs and what is guaranteed:
+
+    * Never pickled (the local engine): the lists are in this process's memory, behind a
+      lock. ``copy.copy`` and ``copy.deepcopy`` return the record itself, so every task
+      copy appends to the same lists. Appends and reads are cheap.
+    * Pickled (the Spark engine pickles components to its Python workers, and the
+      driver runs some segments in its own process): the first pickling moves the
+      lists into a new directory (``tempfile.mkdtemp``, prefix ``squall-record-``),
+      one append-only file per name. From then on the original and every unpickled
+      copy, in any process of this machine, append to and read from those files.
+      Each append is one length-prefixed pickle written in one ``write`` under an
+      exclusive ``flock``, so appends from concurrent processes never interleave.
+      The directory is removed when the process that created it exits.
+
+    In both cases ``get`` returns a list's items in append order (the order in which
+    appends completed, over all copies and processes), and an item appended before a
+    ``get`` starts is in its result. Items must be picklable once the record is
+    file-backed, and ``get`` then returns unpickled copies of them; in memory it
+    returns a new list of the same items.
+
+    Attributes:
+        queue: a deque shared by the copies in one process only (e.g. the tuples a
+            :class:`~squall.testing.FeederSpout` is fed). It is not file-backed: an
+            unpickled copy starts with an empty queue of its own.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lists: dict[str, list[Any]] = {}
+        self._directory: str | None = None
         self.queue: deque[Any] = deque()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedRecord:
@@ -26,18 +86,116 @@ class SharedRecord:
     def __copy__(self) -> SharedRecord:
         return self
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Move the record to files (the first time only, in the pickling process);
+        the pickle holds only the directory's path."""
+        with self._lock:
+            if self._directory is None:
+                directory = tempfile.mkdtemp(prefix="squall-record-")
+                _OWNED[directory] = os.getpid()
+                for name, items in self._lists.items():
+                    for item in items:
+                        _append_file(self._path_in(directory, name), item)
+                self._lists.clear()
+                self._directory = directory
+            return {"directory": self._directory}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._lists = {}
+        self._directory = state["directory"]
+        self.queue = deque()
+
+    @property
+    def directory(self) -> str | None:
+        """The directory of the record's files, or None while it is in memory."""
+        return self._directory
+
+    @staticmethod
+    def _path_in(directory: str, name: str) -> str:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
+        return os.path.join(directory, digest + _SUFFIX)
+
     def append(self, name: str, item: Any) -> None:
         """Append ``item`` to list ``name``."""
         with self._lock:
-            self._lists.setdefault(name, []).append(item)
+            directory = self._directory
+            if directory is None:
+                self._lists.setdefault(name, []).append(item)
+                return
+        _append_file(self._path_in(directory, name), item)
 
     def get(self, name: str) -> list[Any]:
-        """A copy of list ``name`` (empty if nothing was recorded)."""
+        """A copy of list ``name`` (empty if nothing was recorded), in append order."""
         with self._lock:
-            return list(self._lists.get(name, ()))
+            directory = self._directory
+            if directory is None:
+                return list(self._lists.get(name, ()))
+        return _read_file(self._path_in(directory, name))
 
     def clear(self) -> None:
-        """Forget everything recorded (the queue included)."""
+        """Forget everything recorded: every list (in memory or in the files, for every
+        copy) and this process's queue."""
         with self._lock:
             self._lists.clear()
             self.queue.clear()
+            directory = self._directory
+        if directory is None:
+            return
+        for entry in os.listdir(directory):
+            if entry.endswith(_SUFFIX):
+                _truncate_file(os.path.join(directory, entry))
+
+
+def _append_file(path: str, item: Any) -> None:
+    """Append one entry to ``path`` in one write, under an exclusive lock."""
+    payload = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+    data = _HEADER.pack(len(payload)) + payload
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read_file(path: str) -> list[Any]:
+    """Every entry of ``path``, in order (none if the file does not exist)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return []
+    chunks: list[bytes] = []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    items: list[Any] = []
+    position = 0
+    while position + _HEADER.size <= len(data):
+        (size,) = _HEADER.unpack_from(data, position)
+        start = position + _HEADER.size
+        if start + size > len(data):
+            break
+        items.append(pickle.loads(data[start : start + size]))
+        position = start + size
+    return items
+
+
+def _truncate_file(path: str) -> None:
+    """Empty ``path`` under an exclusive lock (kept, so open writers stay in sync)."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
