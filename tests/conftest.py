@@ -1,15 +1,26 @@
-"""Shared fixtures: a LocalCluster per test (shut down after), a manual clock, and a
-check that no engine thread outlives its test."""
+"""Shared fixtures: a LocalCluster per test (shut down after), a manual clock, one
+SparkSession for the run, an ``engine`` to run a test on each engine, and a check that
+no engine thread outlives its test."""
 
 from __future__ import annotations
 
+import itertools
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from squall import LocalCluster, ManualClock
+from squall import Config, LocalCluster, ManualClock
+from squall.model.topology import StormTopology
+from squall.runtime.metrics import ErrorInfo, TopologyInfo
 
 
 @pytest.fixture
@@ -40,6 +51,156 @@ def spark() -> Iterator[object]:
     session = get_session("local[2, 4]", {"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+ENGINES = ["local", "spark"]
+
+#: Topology configuration each engine adds to a test's: new transactions as fast as the
+#: topology takes them (local engine: 1 ms apart; Spark: a 50 ms trigger), and on Spark
+#: no second run of a failed micro-batch (the tests inject no failures: one is a bug).
+ENGINE_CONF: dict[str, dict[str, Any]] = {
+    "local": {Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1},
+    "spark": {"topology.spark.batch.interval.millis": 50, "topology.spark.batch.retries": 0},
+}
+
+
+@dataclass
+class Run:
+    """A topology running as ``name`` on ``cluster`` (a SparkCluster if ``spark``)."""
+
+    cluster: Any
+    name: str
+    spark: bool = False
+
+    def info(self) -> TopologyInfo:
+        """``get_topology_info`` of the topology."""
+        return self.cluster.get_topology_info(self.name)
+
+    def errors(self) -> dict[str, list[ErrorInfo]]:
+        """Component id -> the errors it reported (components with none left out)."""
+        return {
+            cid: list(stats.errors)
+            for cid, stats in self.info().components.items()
+            if stats.errors_total
+        }
+
+    def failure(self) -> str:
+        """The topology's errors, one line each: the innermost exception of each."""
+        lines = []
+        for cid, errors in self.errors().items():
+            for error in errors:
+                raised = [
+                    line.strip()
+                    for line in error.error.splitlines()
+                    if re.match(r"\s*[\w.]+(Error|Exception|Exit)\b", line)
+                ]
+                lines.append(f"{cid}: {(raised or error.error.splitlines() or [''])[-1]}")
+        return "\n".join(dict.fromkeys(lines)) or "no errors reported"
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float) -> None:
+        """Poll ``condition`` until true. Fail after ``timeout`` seconds, or as soon as
+        the topology has failed (Spark: its query stopped), naming the errors."""
+        deadline = time.monotonic() + timeout
+        interval = 0.02 if self.spark else 0.002
+        while not condition():
+            if self.spark and self.info().status == "FAILED":
+                raise AssertionError(f"the topology failed:\n{self.failure()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"condition not met within {timeout} s; errors:\n{self.failure()}"
+                )
+            time.sleep(interval)
+
+    def result(self, future: Future[Any], timeout: float) -> Any:
+        """``future.result()``, waiting at most ``timeout`` seconds; fail as soon as the
+        topology has failed (Spark: a query stopped, e.g. its source could not start),
+        naming the errors, instead of waiting for a DRPC timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return future.result(timeout=0.05)
+            except FutureTimeout:
+                if self.spark and self.info().status == "FAILED":
+                    raise AssertionError(f"the topology failed:\n{self.failure()}") from None
+                if time.monotonic() > deadline:
+                    raise
+
+    def drain(self) -> None:
+        """Spark: process everything the spouts have (they must run dry); fail if the
+        topology failed. Local: nothing (its spouts never run dry: empty batches)."""
+        if self.spark and not self.cluster.wait_idle(self.name):
+            raise AssertionError(f"the topology failed:\n{self.failure()}")
+
+
+class Engine:
+    """Runs a test's topologies on LocalCluster or on SparkCluster.
+
+    Local: each ``running`` block gets a new ``LocalCluster``, the topology named
+    ``trident``. Spark: one ``SparkCluster`` per test on the session's ``spark`` (made
+    at the first ``running`` block, shut down after the test), each topology under a
+    new name (``trident-1``, ``trident-2``...) so none resumes another's checkpoint.
+    """
+
+    def __init__(self, name: str, spark: Any = None, checkpoint_dir: Path | None = None):
+        self.name = name
+        self.is_spark = name == "spark"
+        #: Seconds a test waits for a result (Spark: a micro-batch takes 0.3 s to 1 s,
+        #: the first of a session waits for Python workers to start).
+        self.timeout = 60.0 if self.is_spark else 10.0
+        self._spark = spark
+        self._checkpoint_dir = checkpoint_dir
+        self._cluster: Any = None
+        self._names = (f"trident-{i}" for i in itertools.count(1))
+
+    def conf(self, conf: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``conf`` with this engine's fast-batch settings under it."""
+        return {**ENGINE_CONF[self.name], **(conf or {})}
+
+    def _spark_cluster(self) -> Any:
+        if self._cluster is None:
+            from squall.spark import SparkCluster
+
+            self._cluster = SparkCluster(
+                spark=self._spark, checkpoint_dir=str(self._checkpoint_dir)
+            )
+        return self._cluster
+
+    @contextmanager
+    def running(self, topology: StormTopology, conf: dict[str, Any] | None = None) -> Iterator[Run]:
+        """Submit ``topology`` (with :meth:`conf`); kill it when the block ends."""
+        if not self.is_spark:
+            with LocalCluster() as cluster:
+                cluster.submit_topology("trident", self.conf(conf), topology)
+                yield Run(cluster, "trident")
+            return
+        cluster = self._spark_cluster()
+        name = next(self._names)
+        cluster.submit_topology(name, self.conf(conf), topology)
+        try:
+            yield Run(cluster, name, spark=True)
+        finally:
+            cluster.kill_topology(name)
+
+    def close(self) -> None:
+        """Shut the SparkCluster down (the session stays up for the next test)."""
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            self._cluster = None
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The test once per engine: ``local`` (LocalCluster) and ``spark`` (SparkCluster on
+    the session's ``spark``, checkpoints under ``tmp_path``). Parametrize ``engine``
+    indirectly to mark one engine's case (e.g. a strict xfail)."""
+    if request.param == "spark":
+        chosen = Engine("spark", request.getfixturevalue("spark"), tmp_path / "checkpoint")
+    else:
+        chosen = Engine("local")
+    try:
+        yield chosen
+    finally:
+        chosen.close()
 
 
 @pytest.fixture(autouse=True)

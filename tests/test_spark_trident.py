@@ -312,11 +312,11 @@ class RecordTask(Function):
         collector.emit([tup[0]])
 
 
-def test_a_shuffled_batch_reaches_tasks_round_robin_without_an_exchange(
+def test_a_shuffled_batch_reaches_tasks_in_even_shares_without_an_exchange(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Tuple ``j`` of a batch goes to task ``j % tasks`` (the local engine's round
-    robin): the source's slice ``i`` is task ``i``'s input, with no shuffle stage."""
+    """A batch is spread evenly in emit order: contiguous thirds to tasks 0, 1, 2; the
+    source's slice ``i`` is task ``i``'s input, with no shuffle stage."""
     record = tmp_path / "tasks"
     topology = TridentTopology()
     values = [[n * 10] for n in range(9)]
@@ -335,7 +335,7 @@ def test_a_shuffled_batch_reaches_tasks_round_robin_without_an_exchange(
     finally:
         cluster.shutdown()
     seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())
-    assert seen == sorted((j % 3, j * 10) for j in range(9))
+    assert seen == sorted((j // 3, j * 10) for j in range(9))
 
 
 def test_an_unreachable_state_backend_is_named(spark: Any, tmp_path: Path) -> None:

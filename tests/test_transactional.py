@@ -1,18 +1,28 @@
-"""Transactional topologies on LocalCluster: exactly-once batches, committers in order.
+"""Transactional topologies: exactly-once batches, committers in order.
 
 Most tests run ``examples/transactional_global_count.py`` (a partitioned spout over
 in-memory partitions, a batch bolt counting each batch, a committer adding the counts
 to a global count stored with its txid) with extra components that record what happens
-or fail on purpose. Every component copy shares its :class:`SharedRecord`, so the tests
-see the order of events across tasks.
+or fail on purpose. Every component copy shares its :class:`SharedRecord`, in any
+process, so the tests see the order of events across tasks.
+
+The tests of behaviour both engines have run on LocalCluster and on SparkCluster (the
+``engine`` parameter), with the same assertions, on fewer words on Spark (a micro-batch
+costs about 1 s there, a failed one 10 s); where the engines legitimately differ (e.g.
+what ``get_topology_info`` reports), the expected values are exact per engine. A Spark
+case that fails on a gap of the Spark engine is a strict xfail naming the gap. The
+tests of local-engine mechanics (timeouts, batches in flight, the compiled components)
+run on LocalCluster only, a comment above each saying why.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -73,23 +83,145 @@ def base_conf(pending: int = 1, **extra: Any) -> dict[str, Any]:
     return conf
 
 
+# --- engines --------------------------------------------------------------------------
+
+ENGINES = ["local", "spark"]
+#: Added to a test's configuration on Spark: a 50 ms trigger.
+SPARK_CONF = {"topology.spark.batch.interval.millis": 50}
+#: How many times Spark runs a failed micro-batch again (topology.spark.batch.retries).
+DEFAULT_SPARK_RETRIES = 3
+
+#: Gaps of the Spark engine (the reasons of strict xfails).
+SPARK_SPOUT_NOT_CLOSED = (
+    "Spark engine: a transactional spout's coordinator and emitters are never closed "
+    "(kill_topology and shutdown do not call close)"
+)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The words of a run: ``words`` dealt into ``partitions``; a transaction takes up
+    to ``batch`` words of every partition."""
+
+    words: int
+    batch: int = BATCH
+    partitions: int = PARTITIONS
+
+    @property
+    def txids(self) -> int:
+        """The number of transactions holding every word."""
+        return self.words // (self.batch * self.partitions)
+
+    def split(self) -> list[list[str]]:
+        """The words of each partition."""
+        return gc.split_partitions(gc.word_sequence(self.words), self.partitions)
+
+
+class Engine:
+    """Runs a test on LocalCluster or on SparkCluster (on the session's ``spark``, its
+    checkpoints under the test's ``tmp_path``)."""
+
+    def __init__(self, name: str, spark: Any = None, directory: Path | None = None) -> None:
+        self.name = name
+        self.is_spark = name == "spark"
+        #: A micro-batch takes 0.5 to 1.5 s on Spark: 4 transactions there, 20 locally.
+        self.sizes = Sizes(120) if self.is_spark else Sizes(WORDS)
+        #: Seconds to wait for a result (the first Spark micro-batch of a session waits
+        #: for Python workers to start).
+        self.timeout = 60.0 if self.is_spark else 10.0
+        self._spark = spark
+        self._directory = directory
+        self._clusters: list[Any] = []
+
+    def conf(self, conf: dict[str, Any]) -> dict[str, Any]:
+        """``conf`` with the engine's settings added."""
+        return {**conf, **SPARK_CONF} if self.is_spark else conf
+
+    def new_cluster(self, checkpoint: str = "checkpoint") -> Any:
+        """A new cluster (Spark: on checkpoint directory ``checkpoint``), shut down
+        after the test."""
+        if self.is_spark:
+            from squall.spark import SparkCluster
+
+            assert self._directory is not None
+            cluster: Any = SparkCluster(
+                spark=self._spark, checkpoint_dir=str(self._directory / checkpoint)
+            )
+        else:
+            cluster = LocalCluster()
+        self._clusters.append(cluster)
+        return cluster
+
+    def settle(self, cluster: Any, polls: Callable[[], int]) -> None:
+        """Let the topology run a while with nothing new to do: local, 20 more rounds of
+        every worker; Spark, 5 more polls of the spout (``polls()`` counts them)."""
+        if self.is_spark:
+            start = polls()
+            wait_until(lambda: polls() >= start + 5, timeout=30.0, interval=0.02)
+        else:
+            settle(cluster, "tx", rounds=20)
+
+    def close(self) -> None:
+        """Shut down the clusters made for the test (the session stays up)."""
+        for cluster in self._clusters:
+            cluster.shutdown()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The test once per engine. Parametrize ``engine`` indirectly (see
+    :func:`spark_xfail`) to mark the Spark case."""
+    if request.param == "spark":
+        chosen = Engine("spark", request.getfixturevalue("spark"), tmp_path)
+    else:
+        chosen = Engine("local")
+    try:
+        yield chosen
+    finally:
+        chosen.close()
+
+
+def spark_case(*values: Any, gaps: tuple[str, ...] = ()) -> Any:
+    """The parameters ``("spark", *values)`` of a test's Spark case: a strict xfail
+    naming ``gaps`` (of the Spark engine) if there are any."""
+    marks = [pytest.mark.xfail(strict=True, reason="; ".join(gaps))] if gaps else []
+    return pytest.param("spark", *values, marks=marks)
+
+
+def spark_xfail(*gaps: str) -> pytest.MarkDecorator:
+    """Run on both engines, the Spark case a strict xfail: gaps of the Spark engine."""
+    return pytest.mark.parametrize("engine", ["local", spark_case(gaps=gaps)], indirect=True)
+
+
+def is_local(cluster: Any) -> bool:
+    """Whether ``cluster`` is a LocalCluster (else a SparkCluster)."""
+    return isinstance(cluster, LocalCluster)
+
+
+def spark_errors(cluster: Any, name: str = "tx") -> list[str]:
+    """The errors a Spark topology reported (on its spout), newest last."""
+    info = cluster.get_topology_info(name)
+    return [error.error for stats in info.components.values() for error in stats.errors]
+
+
 # --- shared helpers -------------------------------------------------------------------
 
 
 class FirstAttempts:
-    """The first attempt seen of each transaction, shared by every copy of its owner."""
+    """The first attempt seen of each transaction, shared by every copy of its owner (in
+    any process: the attempts are kept in a :class:`SharedRecord`)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._first: dict[int, TransactionAttempt] = {}
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FirstAttempts:
-        return self
+        self.record = SharedRecord()
 
     def is_first(self, attempt: TransactionAttempt) -> bool:
         """Whether ``attempt`` is the first attempt of its transaction seen here."""
-        with self._lock:
-            return self._first.setdefault(attempt.transaction_id, attempt) == attempt
+        name = f"txid-{attempt.transaction_id}"
+        seen = self.record.get(name)
+        if not seen:
+            self.record.append(name, attempt)
+            seen = self.record.get(name)  # another copy may have appended first
+        return bool(seen[0] == attempt)
 
 
 EmitRecord = tuple[int, tuple[Any, ...], tuple[int, ...]]
@@ -183,7 +315,8 @@ class RecordingCommitter(gc.UpdateGlobalCount):
 
 
 class RecordingCount(gc.BatchCount):
-    """The example's partial count, recording every instance, batch and finish."""
+    """The example's partial count, recording every instance, batch and finish (an
+    instance is prepared once: ``"instances"`` has one entry per instance)."""
 
     def __init__(self, record: SharedRecord) -> None:
         self.record = record
@@ -199,8 +332,7 @@ class RecordingCount(gc.BatchCount):
         super().prepare(conf, context, collector, id)
         self.task = context.task_id
         self.finished = False
-        # Keeping the instance alive keeps its id() unique among those recorded.
-        self.record.append("instances", (self, id, context.task_id))
+        self.record.append("instances", (id, context.task_id))
 
     def execute(self, tup: Tuple) -> None:
         assert not self.finished
@@ -285,7 +417,7 @@ def commits(record: SharedRecord) -> list[int]:
 
 
 def run_to_total(
-    cluster: LocalCluster,
+    cluster: Any,
     conf: dict[str, Any],
     topology: StormTopology,
     database: Any,
@@ -293,10 +425,137 @@ def run_to_total(
     emits: Emits | None = None,
     timeout: float = 10.0,
 ) -> None:
-    """Run until the committed count reaches ``total`` and the topology is idle."""
-    cluster.submit_topology("tx", conf, topology, emit_listener=emits)
-    wait_until(lambda: gc.global_count(database) >= total, timeout=timeout)
-    assert cluster.wait_idle("tx", timeout_secs=timeout)
+    """Run until the committed count reaches ``total`` and the topology is idle (Spark:
+    until every micro-batch the spout has is processed; ``emits`` is local-only)."""
+    if is_local(cluster):
+        cluster.submit_topology("tx", conf, topology, emit_listener=emits)
+        wait_until(lambda: gc.global_count(database) >= total, timeout=timeout)
+        assert cluster.wait_idle("tx", timeout_secs=timeout)
+        return
+    assert emits is None, "no emit listener on Spark: record in the spout"
+    cluster.submit_topology("tx", conf, topology)
+    assert cluster.wait_idle("tx"), spark_errors(cluster)
+    assert gc.global_count(database) >= total
+
+
+class LimitedSpout(gc.MemoryPartitionedSpout):
+    """The example's spout, ready for only ``limit`` new transactions."""
+
+    def __init__(self, partitions: list[list[str]], batch_size: int, limit: int) -> None:
+        super().__init__(partitions, batch_size)
+        self.limit = limit
+
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
+        coordinator = super().get_coordinator(conf, context)
+        remaining = [self.limit]
+
+        def is_ready() -> bool:
+            if remaining[0] <= 0:
+                return False
+            remaining[0] -= 1
+            return True
+
+        coordinator.is_ready = is_ready
+        return coordinator
+
+
+class Capture:
+    """The collector a recording emitter hands the example's emitter: keeps the words."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.words: list[str] = []
+
+    def emit(self, values: Any, stream: str = "default") -> Any:
+        self.words.append(values[1])
+        return self.out.emit(values, stream)
+
+
+class RecordingEmitter:
+    """Records each partition batch the example's emitter emits, under ``"emissions"``:
+    ``(attempt, partition, words)``."""
+
+    def __init__(self, emitter: Any, record: SharedRecord) -> None:
+        self.emitter = emitter
+        self.record = record
+
+    def emit_partition_batch_new(
+        self, attempt: TransactionAttempt, collector: Any, partition: int, last: Any
+    ) -> Any:
+        capture = Capture(collector)
+        meta = self.emitter.emit_partition_batch_new(attempt, capture, partition, last)
+        self.record.append("emissions", (attempt, partition, tuple(capture.words)))
+        return meta
+
+    def emit_partition_batch(
+        self, attempt: TransactionAttempt, collector: Any, partition: int, meta: Any
+    ) -> None:
+        capture = Capture(collector)
+        self.emitter.emit_partition_batch(attempt, capture, partition, meta)
+        self.record.append("emissions", (attempt, partition, tuple(capture.words)))
+
+    def close(self) -> None:
+        self.emitter.close()
+
+
+class RecordingSpout(LimitedSpout):
+    """The example's spout over ``sizes``, ready for ``limit`` new transactions (by
+    default those holding every word, so both engines run exactly ``sizes.txids``),
+    recording what its emitters emit (see :class:`EmitLog`)."""
+
+    def __init__(self, record: SharedRecord, sizes: Sizes, limit: int | None = None) -> None:
+        super().__init__(sizes.split(), sizes.batch, sizes.txids if limit is None else limit)
+        self.record = record
+
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
+        return RecordingEmitter(super().get_emitter(conf, context), self.record)
+
+
+class EmitLog:
+    """What a recording spout's emitters emitted, read from its record: every emission
+    of a partition's (or an emitter task's) part of a transaction, in order."""
+
+    def __init__(self, record: SharedRecord) -> None:
+        self.entries: list[tuple[TransactionAttempt, int, tuple[str, ...]]] = record.get(
+            "emissions"
+        )
+
+    def attempts(self) -> dict[int, set[TransactionAttempt]]:
+        """Per txid, the attempts its batches were emitted under."""
+        result: dict[int, set[TransactionAttempt]] = defaultdict(set)
+        for attempt, _, _ in self.entries:
+            result[attempt.transaction_id].add(attempt)
+        return result
+
+    def parts(self, txid: int) -> dict[int, list[tuple[str, ...]]]:
+        """Per partition, each emission of its part of transaction ``txid``."""
+        result: dict[int, list[tuple[str, ...]]] = defaultdict(list)
+        for attempt, partition, words in self.entries:
+            if attempt.transaction_id == txid:
+                result[partition].append(words)
+        return result
+
+    def emissions(self, txid: int) -> int:
+        """How many times transaction ``txid`` was emitted (1 + its replays)."""
+        return max((len(each) for each in self.parts(txid).values()), default=0)
+
+    def batch(self, txid: int) -> list[str]:
+        """The words of transaction ``txid``'s batch (its first emission), sorted."""
+        return sorted(word for each in self.parts(txid).values() for word in each[0])
+
+    def words(self) -> Counter[str]:
+        """Every word emitted, replays included."""
+        return Counter(word for _, _, words in self.entries for word in words)
+
+    def assert_replays_identical(self) -> int:
+        """Every emission of a transaction's part emitted exactly the same words;
+        returns the number of transactions replayed under a new attempt."""
+        replayed = 0
+        for txid, attempts in self.attempts().items():
+            for partition, each in self.parts(txid).items():
+                assert all(words == each[0] for words in each), (txid, partition, each)
+            replayed += len(attempts) > 1
+        return replayed
 
 
 def assert_exactly_once(record: SharedRecord, database: Any, total: int = WORDS) -> None:
@@ -311,37 +570,56 @@ def assert_exactly_once(record: SharedRecord, database: Any, total: int = WORDS)
 # --- the example ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_global_count_is_exact_and_commits_in_order(cluster: LocalCluster, workers: int) -> None:
-    record, database, emits = SharedRecord(), gc.Database(), Emits()
-    conf = base_conf(pending=2, **{Config.TOPOLOGY_WORKERS: workers})
+@pytest.mark.parametrize(
+    ("engine", "workers"),
+    [("local", 1), ("local", 2), ("spark", 1)],  # workers mean nothing on Spark
+    indirect=["engine"],
+)
+def test_global_count_is_exact_and_commits_in_order(engine: Engine, workers: int) -> None:
+    sizes = engine.sizes
+    record, database = SharedRecord(), gc.Database()
+    conf = engine.conf(base_conf(pending=2, **{Config.TOPOLOGY_WORKERS: workers}))
+    cluster = engine.new_cluster()
 
-    run_to_total(cluster, conf, build(record, database), database, emits=emits)
+    run_to_total(
+        cluster,
+        conf,
+        build(record, database, spout=RecordingSpout(record, sizes)),
+        database,
+        sizes.words,
+    )
 
-    assert_exactly_once(record, database)
+    assert_exactly_once(record, database, sizes.words)
     # No failure: one attempt per transaction, each committed once.
     assert [txid for txid, _, _ in record.get("commits")] == commits(record)
+    assert commits(record) == list(range(1, sizes.txids + 1))
+    emits = EmitLog(record)
     attempts = emits.attempts()
-    assert all(len(a) == 1 for a in attempts.values())
+    assert sorted(attempts) == list(range(1, sizes.txids + 1))
+    assert all(len(a) == 1 and emits.emissions(t) == 1 for t, a in attempts.items())
     # Every word was emitted exactly once; each transaction took up to BATCH words
     # of every partition, in order.
-    sequence = gc.word_sequence(WORDS)
-    emitted = [values[0] for emits_ in emits.snapshot().values() for _, values, _ in emits_]
-    assert Counter(emitted) == Counter(sequence)
-    partitions = gc.split_partitions(sequence, PARTITIONS)
-    per_txid = {txid: [v[0] for _, v in emits.batch(a[0])] for txid, a in attempts.items()}
-    for txid in range(1, TXIDS + 1):
-        expected = [w for p in partitions for w in p[(txid - 1) * BATCH : txid * BATCH]]
-        assert sorted(per_txid[txid]) == sorted(expected)
-    # The global count after txid t counts exactly the words of transactions 1..t.
+    assert emits.words() == Counter(gc.word_sequence(sizes.words))
+    partitions = sizes.split()
+    for txid in range(1, sizes.txids + 1):
+        expected = [w for p in partitions for w in p[(txid - 1) * sizes.batch : txid * sizes.batch]]
+        assert emits.batch(txid) == sorted(expected)
     info = cluster.get_topology_info("tx")
-    coordinator = info.components["spout/coordinator"]
-    assert coordinator.custom["last_committed_txid"] == len(commits(record))
-    assert coordinator.custom["active_transactions"] == 0
-    assert coordinator.failed == 0
-    assert info.components["sum"].errors_total == 0
+    if engine.is_spark:  # one micro-batch per transaction, none run again
+        assert info.extra["batches"] == sizes.txids
+        assert info.extra["last_batch_id"] == sizes.txids - 1
+        assert info.extra["retries"] == 0
+        assert info.components["spout"].emitted == sizes.words
+        assert info.components["spout"].errors_total == 0
+    else:
+        coordinator = info.components["spout/coordinator"]
+        assert coordinator.custom["last_committed_txid"] == len(commits(record))
+        assert coordinator.custom["active_transactions"] == 0
+        assert coordinator.failed == 0
+        assert info.components["sum"].errors_total == 0
 
 
+# Local only: the example's main() runs on LocalCluster.
 def test_example_main_prints_the_total(capsys: pytest.CaptureFixture[str]) -> None:
     gc.main(words=900)
     assert capsys.readouterr().out.strip() == "global count: 900"
@@ -361,6 +639,7 @@ def test_example_build_topology_is_deep_copyable_and_documented() -> None:
 # --- ordering -------------------------------------------------------------------------
 
 
+# Local only: on Spark one micro-batch is one transaction; batches never overlap.
 def test_batches_overlap_but_committers_finish_in_strict_txid_order(
     cluster: LocalCluster,
 ) -> None:
@@ -391,13 +670,15 @@ def test_batches_overlap_but_committers_finish_in_strict_txid_order(
     assert committed >= set(range(1, TXIDS + 1))
 
 
-def test_one_transaction_at_a_time_without_max_spout_pending(cluster: LocalCluster) -> None:
+def test_one_transaction_at_a_time_without_max_spout_pending(engine: Engine) -> None:
+    sizes = engine.sizes
     record, database = SharedRecord(), gc.Database()
-    conf = {Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 0}
+    conf = engine.conf({Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 0})
+    topology = build(record, database, spout=RecordingSpout(record, sizes))
 
-    run_to_total(cluster, conf, build(record, database), database)
+    run_to_total(engine.new_cluster(), conf, topology, database, sizes.words)
 
-    assert_exactly_once(record, database)
+    assert_exactly_once(record, database, sizes.words)
     committed = 0
     for kind, txid in record.get("events"):
         if kind == "commit":
@@ -409,30 +690,43 @@ def test_one_transaction_at_a_time_without_max_spout_pending(cluster: LocalClust
 # --- failures -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["raise", "failed", "finish"])
+@pytest.mark.parametrize(
+    ("engine", "how"),
+    [
+        ("local", "raise"),
+        ("local", "failed"),
+        ("local", "finish"),
+        spark_case("raise"),
+        # Spark: no "failed" and "finish" cases, for time (10 s each): on Spark every
+        # kind is a stage's task raising, as in "raise".
+    ],
+    indirect=["engine"],
+)
 def test_failing_batch_bolt_replays_with_new_attempts_exactly_once(
-    cluster: LocalCluster, how: str
+    engine: Engine, how: str
 ) -> None:
-    record, database, emits = SharedRecord(), gc.Database(), Emits()
-    failing = frozenset(range(3, TXIDS + 1, 3))
+    sizes = engine.sizes
+    record, database = SharedRecord(), gc.Database()
+    failing = frozenset(range(3, sizes.txids + 1, 3))
     flaky = Flaky(failing, how, record)
+    spout = RecordingSpout(record, sizes)
+    cluster = engine.new_cluster()
 
     run_to_total(
         cluster,
-        base_conf(pending=3),
-        build(record, database, extra={"flaky": flaky}),
+        engine.conf(base_conf(pending=3)),
+        build(record, database, extra={"flaky": flaky}, spout=spout),
         database,
-        emits=emits,
+        sizes.words,
     )
 
-    assert_exactly_once(record, database)
+    assert_exactly_once(record, database, sizes.words)
     failed = record.get("failed")
     assert {attempt.transaction_id for attempt in failed} == failing
+    emits = EmitLog(record)
     attempts = emits.attempts()
     for txid in failing:
-        assert len(attempts[txid]) >= 2  # replayed under the same txid...
-        assert len(set(attempts[txid])) == len(attempts[txid])  # ...with new attempt ids
-        assert {a.transaction_id for a in attempts[txid]} == {txid}
+        assert len(attempts[txid]) >= 2  # replayed under the same txid, new attempt ids
     for attempt in failed:  # no failed attempt was committed
         assert all(a != attempt for _, a, _ in record.get("commits"))
     assert emits.assert_replays_identical() >= len(failing)
@@ -440,31 +734,48 @@ def test_failing_batch_bolt_replays_with_new_attempts_exactly_once(
     committed_attempts = {txid: a for txid, a, _ in record.get("commits")}
     assert set(committed_attempts) == set(range(1, len(committed_attempts) + 1))
     info = cluster.get_topology_info("tx")
-    assert info.components["spout/coordinator"].failed >= len(failing)
-    errors = info.components["flaky"].errors_total
-    assert errors == 0 if how == "failed" else errors > 0
+    if engine.is_spark:  # each failing transaction's micro-batch is run again once
+        assert info.extra["retries"] == len(failing)
+        errors = info.components["spout"].errors_total  # a micro-batch's errors
+        assert errors == (0 if how == "failed" else len(failing))
+    else:
+        assert info.components["spout/coordinator"].failed >= len(failing)
+        errors = info.components["flaky"].errors_total
+        assert errors == 0 if how == "failed" else errors > 0
 
 
-@pytest.mark.parametrize("where", ["before", "after"])
-def test_failing_commit_is_retried_and_counted_once(cluster: LocalCluster, where: str) -> None:
-    record, database, emits = SharedRecord(), gc.Database(), Emits()
-    failing = frozenset({2, 5, 9})
+@pytest.mark.parametrize(
+    ("engine", "where"),
+    [
+        ("local", "before"),
+        ("local", "after"),
+        # Spark: no "before" case, for time ("after" fails the same commit, then writes).
+        spark_case("after"),
+    ],
+    indirect=["engine"],
+)
+def test_failing_commit_is_retried_and_counted_once(engine: Engine, where: str) -> None:
+    sizes = engine.sizes
+    record, database = SharedRecord(), gc.Database()
+    failing = frozenset(txid for txid in (2, 5, 9) if txid <= sizes.txids)
     committer = RecordingCommitter(
         database,
         record,
         fail_before=failing if where == "before" else frozenset(),
         fail_after=failing if where == "after" else frozenset(),
     )
+    spout = RecordingSpout(record, sizes)
+    cluster = engine.new_cluster()
 
     run_to_total(
         cluster,
-        base_conf(pending=3),
-        build(record, database, committer=committer),
+        engine.conf(base_conf(pending=3)),
+        build(record, database, committer=committer, spout=spout),
         database,
-        emits=emits,
+        sizes.words,
     )
 
-    assert_exactly_once(record, database)
+    assert_exactly_once(record, database, sizes.words)
     failed = record.get("commit-failed")
     assert sorted(txid for txid, _ in failed) == sorted(failing)
     finishes = [(txid, attempt) for txid, attempt, _ in record.get("commits")]
@@ -476,8 +787,13 @@ def test_failing_commit_is_retried_and_counted_once(cluster: LocalCluster, where
         for txid, attempt in failed:
             assert (txid, attempt, True) in record.get("commits")
             assert [w for t, _, w in record.get("commits") if t == txid] == [True, False]
-    assert emits.assert_replays_identical() >= len(failing)
-    assert cluster.get_topology_info("tx").components["sum"].errors_total == len(failing)
+    assert EmitLog(record).assert_replays_identical() >= len(failing)
+    info = cluster.get_topology_info("tx")
+    if engine.is_spark:  # a failed micro-batch: an error on the spout, run again once
+        assert info.extra["retries"] == len(failing)
+        assert info.components["spout"].errors_total == len(failing)
+    else:
+        assert info.components["sum"].errors_total == len(failing)
 
 
 class Gate:
@@ -516,6 +832,7 @@ class HoldOnce(BatchBolt):
             assert self.gate.release.wait(10.0)
 
 
+# Local only: message timeouts do not exist on Spark.
 def test_timed_out_batch_is_replayed_exactly_once(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:
@@ -562,6 +879,7 @@ class HoldingCommitter(RecordingCommitter):
             assert self.gate.release.wait(10.0)
 
 
+# Local only: message timeouts do not exist on Spark.
 def test_timed_out_commit_is_retried_and_skipped_by_the_stored_txid(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:
@@ -589,8 +907,11 @@ def test_timed_out_commit_is_retried_and_skipped_by_the_stored_txid(
     emits.assert_replays_identical()
 
 
-def test_every_failure_kind_together_still_counts_exactly_once(cluster: LocalCluster) -> None:
-    record, database, emits = SharedRecord(), gc.Database(), Emits()
+# Spark: not run, for time (each kind is a Spark case above; eight failed micro-batches).
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_every_failure_kind_together_still_counts_exactly_once(engine: Engine) -> None:
+    sizes = engine.sizes
+    record, database = SharedRecord(), gc.Database()
     committer = RecordingCommitter(
         database, record, fail_before=frozenset({4}), fail_after=frozenset({7})
     )
@@ -601,20 +922,24 @@ def test_every_failure_kind_together_still_counts_exactly_once(cluster: LocalClu
     }
 
     run_to_total(
-        cluster,
-        base_conf(pending=3),
-        build(record, database, committer=committer, extra=extra),
+        engine.new_cluster(),
+        engine.conf(base_conf(pending=3)),
+        build(
+            record, database, committer=committer, extra=extra, spout=RecordingSpout(record, sizes)
+        ),
         database,
-        emits=emits,
+        sizes.words,
     )
 
-    assert_exactly_once(record, database)
-    assert emits.assert_replays_identical() >= 8
+    assert_exactly_once(record, database, sizes.words)
+    assert EmitLog(record).assert_replays_identical() >= 8
 
 
 # --- batch bolts ----------------------------------------------------------------------
 
 
+# Local only: batch coordination ($coord counts per task, from the emit listener);
+# a Spark stage sees its whole part of the batch at once.
 def test_batch_bolt_instance_per_attempt_finishes_after_every_upstream_task(
     cluster: LocalCluster,
 ) -> None:
@@ -638,9 +963,8 @@ def test_batch_bolt_instance_per_attempt_finishes_after_every_upstream_task(
     assert len(partial_tasks) == 2 and len(emitter_tasks) == 3
     # prepare got the batch's TransactionAttempt, on a new instance for each attempt
     # of each task.
-    assert all(isinstance(attempt, TransactionAttempt) for _, attempt, _ in instances)
-    assert len({id(instance) for instance, _, _ in instances}) == len(instances)
-    keys = [(attempt, task) for _, attempt, task in instances]
+    assert all(isinstance(attempt, TransactionAttempt) for attempt, _ in instances)
+    keys = [(attempt, task) for attempt, task in instances]
     assert len(set(keys)) == len(keys)
     # Tuples sent by the emitters to each partial task, per attempt.
     sent: Counter[tuple[TransactionAttempt, int]] = Counter()
@@ -670,71 +994,68 @@ def test_batch_bolt_instance_per_attempt_finishes_after_every_upstream_task(
 # --- restart --------------------------------------------------------------------------
 
 
-class LimitedSpout(gc.MemoryPartitionedSpout):
-    """The example's spout, ready for only ``limit`` new transactions."""
-
-    def __init__(self, partitions: list[list[str]], batch_size: int, limit: int) -> None:
-        super().__init__(partitions, batch_size)
-        self.limit = limit
-
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        coordinator = super().get_coordinator(conf, context)
-        remaining = [self.limit]
-
-        def is_ready() -> bool:
-            if remaining[0] <= 0:
-                return False
-            remaining[0] -= 1
-            return True
-
-        coordinator.is_ready = is_ready
-        return coordinator
-
-
-def test_restart_on_the_same_state_dir_continues_txids(tmp_path: Path) -> None:
-    database, emits1, emits2 = gc.Database(), Emits(), Emits()
+def test_restart_on_the_same_state_dir_continues_txids(engine: Engine, tmp_path: Path) -> None:
+    """Local: a new cluster on the same ``topology.transactional.state.dir``; Spark: a new
+    SparkCluster on the same checkpoint directory (where Spark keeps that state)."""
+    sizes = engine.sizes
+    database = gc.Database()
     record1, record2 = SharedRecord(), SharedRecord()
-    conf = base_conf(pending=2, **{Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: str(tmp_path)})
-    partitions = gc.split_partitions(gc.word_sequence(WORDS), PARTITIONS)
+    state_dir = {} if engine.is_spark else {Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: str(tmp_path)}
+    conf = engine.conf(base_conf(pending=2, **state_dir))
+    fail_from = 3 if engine.is_spark else 6
 
-    # First run: 7 transactions start; 1..5 commit, 6 and 7 fail to commit until killed.
-    first_committer = RecordingCommitter(database, record1, fail_from=6)
-    first = build(
-        record1, database, committer=first_committer, spout=LimitedSpout(partitions, BATCH, 7)
-    )
-    with LocalCluster() as cluster:
-        cluster.submit_topology("tx", conf, first, emit_listener=emits1)
+    # First run: transactions up to fail_from + 1 may start; those before fail_from
+    # commit, the later ones fail to commit until the run ends.
+    first_committer = RecordingCommitter(database, record1, fail_from=fail_from)
+    spout = RecordingSpout(record1, sizes, limit=fail_from + 1)
+    first = build(record1, database, committer=first_committer, spout=spout)
+    cluster = engine.new_cluster()
+    cluster.submit_topology("tx", conf, first)
+    if engine.is_spark:  # the micro-batch fails every run: the query stops
+        assert not cluster.wait_idle("tx")
+        info = cluster.get_topology_info("tx")
+        assert len(record1.get("commit-failed")) == DEFAULT_SPARK_RETRIES + 1
+        assert info.status == "FAILED" and info.extra["last_batch_id"] == fail_from - 2
+    else:
         wait_until(lambda: len(record1.get("commit-failed")) >= 3)
-        cluster.kill_topology("tx")
-    assert commits(record1) == [1, 2, 3, 4, 5]
-    assert set(emits1.attempts()) == set(range(1, 8))
-    counted = gc.global_count(database)
-    assert counted == 5 * BATCH * PARTITIONS
-    store = SqliteCoordinationStore(str(tmp_path))
-    try:
-        assert store.get("global-count/coordinator", "last_committed") == 5
-    finally:
-        store.close()
+    cluster.kill_topology("tx")
+    cluster.shutdown()
+    emits1 = EmitLog(record1)
+    assert commits(record1) == list(range(1, fail_from))
+    # Local: fail_from + 1 started (2 in flight); Spark starts a transaction only after
+    # the previous one committed.
+    planned = fail_from if engine.is_spark else fail_from + 1
+    assert set(emits1.attempts()) == set(range(1, planned + 1))
+    assert gc.global_count(database) == (fail_from - 1) * sizes.batch * sizes.partitions
+    if not engine.is_spark:
+        store = SqliteCoordinationStore(str(tmp_path))
+        try:
+            assert store.get("global-count/coordinator", "last_committed") == fail_from - 1
+        finally:
+            store.close()
 
-    # Second run, on a new cluster and the same directory.
-    second = build(record2, database)
-    with LocalCluster() as cluster:
-        run_to_total(cluster, conf, second, database, emits=emits2)
-        cluster.kill_topology("tx")
+    # Second run, on a new cluster and the same directory: the transactions planned by
+    # the first run, then new ones up to the last word.
+    spout = RecordingSpout(record2, sizes, limit=sizes.txids - planned)
+    cluster = engine.new_cluster()
+    run_to_total(cluster, conf, build(record2, database, spout=spout), database, sizes.words)
+    cluster.kill_topology("tx")
 
-    assert gc.global_count(database) == WORDS  # continued, nothing counted twice
-    assert min(attempt.transaction_id for attempt in emits2.snapshot()) == 6
-    assert min(attempt.transaction_id for _, attempt, _ in record2.get("instances")) == 6
-    assert commits(record2) == list(range(6, len(commits(record2)) + 6))
-    assert commits(record2)[-1] >= TXIDS
-    # Transactions 6 and 7 were planned by the first run: replayed identically.
-    for txid in (6, 7):
-        before = {tuple(emits1.batch(a)) for a in emits1.attempts()[txid]}
-        after = {tuple(emits2.batch(a)) for a in emits2.attempts()[txid]}
-        assert len(before) == 1 and before == after
+    assert gc.global_count(database) == sizes.words  # continued, nothing counted twice
+    emits2 = EmitLog(record2)
+    assert min(emits2.attempts()) == fail_from
+    assert min(attempt.transaction_id for attempt, _ in record2.get("instances")) == fail_from
+    assert commits(record2) == list(range(fail_from, sizes.txids + 1))
+    # The transactions planned by the first run were replayed identically.
+    for txid in range(fail_from, planned + 1):
+        before = {(p, words) for p, each in emits1.parts(txid).items() for words in each}
+        after = {(p, words) for p, each in emits2.parts(txid).items() for words in each}
+        assert len(before) == len(emits1.parts(txid)) and before == after
     emits2.assert_replays_identical()
 
 
+# Local only: LocalCluster's in-memory coordination store; Spark keeps that state in
+# the checkpoint directory (see the restart test).
 def test_a_new_cluster_without_state_dir_starts_from_txid_one(cluster: LocalCluster) -> None:
     record, database, emits = SharedRecord(), gc.Database(), Emits()
     run_to_total(cluster, base_conf(), build(record, database, words=120), database, 120, emits)
@@ -754,6 +1075,7 @@ def test_a_new_cluster_without_state_dir_starts_from_txid_one(cluster: LocalClus
 # --- validation -----------------------------------------------------------------------
 
 
+# Local only: Spark has no ackers (a batch ends with its micro-batch).
 def test_transactional_topology_without_ackers_is_rejected(cluster: LocalCluster) -> None:
     record, database = SharedRecord(), gc.Database()
     with pytest.raises(InvalidTopologyError, match="acker"):
@@ -785,6 +1107,7 @@ def test_builder_rejects_a_spout_that_is_not_transactional() -> None:
         TransactionalTopologyBuilder("t", "spout", NotATransactionalSpout())  # type: ignore[arg-type]
 
 
+# Engine-independent: the compiled components (what LocalCluster runs).
 def test_compiled_topology_wires_coordinator_emitters_and_committers() -> None:
     builder = TransactionalTopologyBuilder("t", "spout", gc.MemoryPartitionedSpout([["a"]], 1), 3)
     builder.set_bolt("count", gc.BatchCount(), 2).none_grouping("spout")
@@ -830,23 +1153,18 @@ class Range:
 
 
 class Control:
-    """Shared by the test and the spout: how many new transactions may start."""
+    """Shared by the test and the spout's coordinator, in any process (through its
+    record): how many new transactions may start."""
 
     def __init__(self, record: SharedRecord) -> None:
         self.record = record
-        self._lock = threading.Lock()
-        self.budget = 0
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Control:
-        return self
 
     def allow(self, transactions: int) -> None:
-        with self._lock:
-            self.budget += transactions
+        self.record.append("allowed", transactions)
 
     def take(self) -> bool:
-        with self._lock:
-            return self.budget > 0
+        """Whether fewer transactions started than were allowed."""
+        return sum(self.record.get("allowed")) > len(self.record.get("init"))
 
 
 class RangeCoordinator:
@@ -860,12 +1178,12 @@ class RangeCoordinator:
         start = prev_metadata.end if prev_metadata is not None else 0
         metadata = Range(start, min(start + self.batch_size, self.items))
         self.end = metadata.end
-        with self.control._lock:
-            self.control.budget -= 1
-        self.control.record.append("init", (txid, prev_metadata, metadata))
+        previous = None if prev_metadata is None else dataclasses.astuple(prev_metadata)
+        self.control.record.append("init", (txid, previous, dataclasses.astuple(metadata)))
         return metadata
 
     def is_ready(self) -> bool:
+        self.control.record.append("polls", self.end)  # Engine.settle counts them
         return self.end < self.items and self.control.take()
 
     def close(self) -> None:
@@ -873,6 +1191,9 @@ class RangeCoordinator:
 
 
 class RangeEmitter:
+    """Emits the items of a transaction's range at positions ``index`` modulo
+    ``tasks``; records each batch under ``"emissions"`` (see :class:`EmitLog`)."""
+
     def __init__(
         self, items: list[str], task: int, index: int, tasks: int, record: SharedRecord
     ) -> None:
@@ -886,9 +1207,12 @@ class RangeEmitter:
         self, attempt: TransactionAttempt, metadata: Range, collector: BatchOutputCollector
     ) -> None:
         self.record.append("events", ("emit", self.task, attempt.transaction_id))
+        emitted = []
         for position in range(metadata.start, metadata.end):
             if position % self.tasks == self.index:
                 collector.emit([attempt, self.items[position]])
+                emitted.append(self.items[position])
+        self.record.append("emissions", (attempt, self.index, tuple(emitted)))
 
     def cleanup_before(self, txid: int) -> None:
         self.record.append("events", ("cleanup", self.task, txid))
@@ -915,43 +1239,51 @@ class RangeSpout(TransactionalSpout):
         )
 
 
-def test_transactional_spout_with_its_own_coordinator(cluster: LocalCluster) -> None:
-    record, database, emits = SharedRecord(), gc.Database(), Emits()
+@spark_xfail(SPARK_SPOUT_NOT_CLOSED)
+def test_transactional_spout_with_its_own_coordinator(engine: Engine) -> None:
+    record, database = SharedRecord(), gc.Database()
     control = Control(record)
-    items = [f"item-{i}" for i in range(100)]
+    txids = 4 if engine.is_spark else 10
+    items = [f"item-{i}" for i in range(10 * txids)]
     spout = RangeSpout(items, 10, control)
-    extra: dict[str, BatchBolt] = {"flaky": Flaky(frozenset({2, 5}), "raise", record)}
+    failing = frozenset({2} if engine.is_spark else {2, 5})  # Spark: 10 s a failure
+    extra: dict[str, BatchBolt] = {"flaky": Flaky(failing, "raise", record)}
     topology = build(record, database, spout=spout, extra=extra)
+    cluster = engine.new_cluster()
+
+    def polls() -> int:
+        return len(record.get("polls"))
 
     # Not ready: no transaction starts.
-    cluster.submit_topology("tx", base_conf(pending=2), topology, emit_listener=emits)
-    settle(cluster, "tx", rounds=20)
-    assert record.get("init") == [] and emits.snapshot() == {}
+    cluster.submit_topology("tx", engine.conf(base_conf(pending=2)), topology)
+    engine.settle(cluster, polls)
+    assert record.get("init") == [] and record.get("emissions") == []
 
     # Ready for three transactions: they run and commit, then the topology pauses.
     control.allow(3)
-    wait_until(lambda: gc.global_count(database) == 30)
+    wait_until(lambda: gc.global_count(database) == 30, timeout=engine.timeout)
     assert cluster.wait_idle("tx")
-    settle(cluster, "tx", rounds=20)
+    engine.settle(cluster, polls)
     assert [txid for txid, _, _ in record.get("init")] == [1, 2, 3]
-    assert max(a.transaction_id for a in emits.snapshot()) == 3
+    assert max(EmitLog(record).attempts()) == 3
 
     # Ready again: the rest.
     control.allow(100)
-    wait_until(lambda: gc.global_count(database) == 100)
+    wait_until(lambda: gc.global_count(database) == len(items), timeout=engine.timeout)
     assert cluster.wait_idle("tx")
     cluster.kill_topology("tx")
 
-    assert_exactly_once(record, database, total=100)
+    assert_exactly_once(record, database, total=len(items))
     inits = record.get("init")
     # Once per txid (replays reuse the stored metadata), given the previous metadata.
-    assert [txid for txid, _, _ in inits] == list(range(1, 11))
+    assert [txid for txid, _, _ in inits] == list(range(1, txids + 1))
     previous = None
     for _, prev_metadata, metadata in inits:
         assert prev_metadata == previous
         previous = metadata
-    assert previous == Range(90, 100)
-    assert len(emits.attempts()[2]) >= 2 and len(emits.attempts()[5]) >= 2
+    assert previous == (len(items) - 10, len(items))
+    emits = EmitLog(record)
+    assert all(len(emits.attempts()[txid]) >= 2 for txid in failing)
     emits.assert_replays_identical()
     # cleanup_before(txid) comes with a later batch, once txid has committed.
     committed: set[int] = set()
@@ -967,7 +1299,7 @@ def test_transactional_spout_with_its_own_coordinator(cluster: LocalCluster) -> 
     for task in {task for task, _ in cleanups}:
         values = [txid for t, txid in cleanups if t == task]
         assert values == sorted(values)
-    assert max(txid for _, txid in cleanups) >= 8
+    assert max(txid for _, txid in cleanups) >= txids - 2
     assert sorted(record.get("closed")) == ["coordinator", "emitter", "emitter"]
 
 
@@ -1004,6 +1336,7 @@ class HoldOnceCount(HoldOnce):
         self.collector.emit([self.attempt, self.count])
 
 
+# Local only: a timed-out attempt's late tuples (timeouts, workers' layout).
 def test_late_tuples_of_a_superseded_attempt_do_not_disturb_its_replay(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:
@@ -1085,6 +1418,7 @@ class Idle(BatchBolt):
     """A batch bolt that does nothing (fills worker slots in the layout below)."""
 
 
+# Local only: an emitter task lagging behind a failure on another worker.
 def test_replay_completes_when_an_emitter_task_lags_behind_a_failure(
     cluster: LocalCluster,
 ) -> None:
@@ -1127,7 +1461,7 @@ def test_replay_completes_when_an_emitter_task_lags_behind_a_failure(
         assert gate.entered.wait(5.0)
         # A failed at b-flaky and B reached d-partial while emitter task 2 held A.
         wait_until(
-            lambda: len({a for _, a, _ in record.get("instances") if a.transaction_id == 4}) == 2
+            lambda: len({a for a, _ in record.get("instances") if a.transaction_id == 4}) == 2
         )
     finally:
         gate.release.set()
