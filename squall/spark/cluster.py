@@ -20,8 +20,8 @@ from squall.runtime.registry import TopologyRegistry
 from squall.spark.batchbolts import forget as forget_batch_bolts
 from squall.spark.offsets import OffsetLog
 from squall.spark.pickling import pickle_user_code_by_value
-from squall.spark.plan import SourcePlan, TridentPlan, trident_plans
-from squall.spark.runner import TridentRunner
+from squall.spark.plan import QueryPlan, SourcePlan, query_plans
+from squall.spark.runner import BatchRunner
 from squall.spark.session import get_session
 from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
 from squall.spark.spoutlog import SpoutLog
@@ -35,9 +35,9 @@ DEFAULT_BATCH_INTERVAL_MS = 100
 class _Query:
     """One streaming query of a topology: a batch source and the segments it feeds."""
 
-    plan: TridentPlan
+    plan: QueryPlan
     query: Any
-    runner: TridentRunner
+    runner: BatchRunner
     directory: str
 
 
@@ -107,7 +107,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         with self._lock:
             self._claim(name)
         pickle_user_code_by_value(topology)
-        plans = trident_plans(topology)  # first: what the engine cannot run at all
+        plans = query_plans(topology)  # first: what the engine cannot run at all
         run_key = f"{name}-{uuid.uuid4().hex}"
         bridges: list[Any] = []
         queries: list[_Query] = []
@@ -126,7 +126,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             )
 
     def _start_query(
-        self, name: str, conf: dict[str, Any], plan: TridentPlan, run_key: str, bridges: list[Any]
+        self, name: str, conf: dict[str, Any], plan: QueryPlan, run_key: str, bridges: list[Any]
     ) -> _Query:
         """Write the sources' set-up files and start the streaming query of ``plan``: one
         reader per source, their rows unioned."""
@@ -172,7 +172,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 reader = reader.option("drpc_host", host).option("drpc_port", str(port))
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = TridentRunner(plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint))
+        runner = BatchRunner(plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint))
         interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         assert frame is not None
         query = (

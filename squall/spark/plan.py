@@ -1,9 +1,11 @@
 """What the Spark engine runs, read from a compiled topology.
 
 A Trident topology compiles to a coordinator spout, an emitter per Trident spout and a
-batch bolt per segment (see ``squall.trident.compiler``). The Spark engine takes the
-spouts and segments from those components and replaces the batch layer with Spark's
-micro-batches: one micro-batch is one transaction (txid = batch id + 1).
+batch bolt per segment (see ``squall.trident.compiler``); a transactional topology to a
+coordinator spout, an emitter bolt and its batch bolts (see
+``squall.transactional.builder``). The Spark engine takes the spouts and batch bolts
+from those components and replaces the batch layer with Spark's micro-batches: one
+micro-batch is one transaction (txid = batch id + 1).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class SourcePlan:
 
 
 @dataclass
-class TridentPlan:
+class QueryPlan:
     """The batch sources of one streaming query and the segments they feed, in
     topological order. The regular spouts of a topology share one query (a transaction
     has a batch of each, as under Storm's master batch coordinator); each DRPC stream
@@ -111,8 +113,9 @@ def _unsupported(what: str) -> InvalidTopologyError:
     return InvalidTopologyError(f"the Spark engine does not run {what} yet; {UNSUPPORTED_HINT}")
 
 
-def trident_plans(topology: StormTopology) -> list[TridentPlan]:
-    """The plans of ``topology``: one for its regular spouts (first), one per DRPC stream.
+def query_plans(topology: StormTopology) -> list[QueryPlan]:
+    """The plans of ``topology``: for a Trident topology, one for its regular spouts
+    (first) and one per DRPC stream; for a transactional topology, one.
 
     Segments are copies: the Spark run may rewire them (DRPC results) without touching
     the topology object, which ``LocalCluster`` can still run.
@@ -192,11 +195,11 @@ def trident_plans(topology: StormTopology) -> list[TridentPlan]:
             reached |= _reached(topology, source.component_id, set(segments))
         members = [plans[cid] for cid in ordered if cid in reached]
         key = group[0].component_id if group[0].kind == "drpc" else "spouts"
-        result.append(TridentPlan(key, group, members))
+        result.append(QueryPlan(key, group, members))
     return result
 
 
-def transactional_plan(topology: StormTopology, coordinator_id: str) -> TridentPlan:
+def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPlan:
     """The plan of a transactional topology (``TransactionalTopologyBuilder``): its
     spout's coordinator and emitter tasks as the source, its batch bolts as stages.
 
@@ -272,7 +275,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> TridentP
                 producer.append(edge)
             else:
                 plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
-    return TridentPlan(emitter_id, [source], [plans[cid] for cid in ordered])
+    return QueryPlan(emitter_id, [source], [plans[cid] for cid in ordered])
 
 
 def _spout_kind(spout: Any, component_id: str) -> SourceKind:

@@ -1,4 +1,4 @@
-"""The driver side of a micro-batch: run every segment of the Trident plan in order."""
+"""The driver side of a micro-batch: run every stage of the query's plan in order."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from squall.runtime.metrics import ErrorInfo
 from squall.spark.batchbolts import BatchBoltStage
 from squall.spark.figures import Figures, FiguresParam, zero
 from squall.spark.offsets import OffsetLog
-from squall.spark.plan import SegmentPlan, TridentPlan
+from squall.spark.plan import QueryPlan, SegmentPlan
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
@@ -86,8 +86,8 @@ class BatchFigures:
         self.errors: list[ErrorInfo] = []
 
 
-class TridentRunner:
-    """The ``foreachBatch`` function of a Trident topology on Spark.
+class BatchRunner:
+    """The ``foreachBatch`` function of a query (Trident or transactional) on Spark.
 
     Batch ``batch_id`` is transaction ``batch_id + 1``. A failed batch is run again, up
     to ``topology.spark.batch.retries`` times, under the same txid: transactional and
@@ -96,7 +96,7 @@ class TridentRunner:
 
     def __init__(
         self,
-        plan: TridentPlan,
+        plan: QueryPlan,
         conf: dict[str, Any],
         run_key: str,
         spark: Any,

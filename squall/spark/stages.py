@@ -99,7 +99,7 @@ def aligned(edge: Edge, slices: int) -> bool:
     task ``i`` along ``edge``: a spreading grouping over as many tasks as slices. Slices
     are contiguous parts of the batch of (nearly) equal size, so each task gets an even
     share in emit order, and the stage reading such an edge needs no exchange (see
-    ``TridentRunner``)."""
+    ``BatchRunner``)."""
     return edge.kind in SPREADING and edge.tasks == slices
 
 
