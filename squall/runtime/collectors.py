@@ -357,6 +357,23 @@ class OutputCollector(_Emitter):
             self._stats.process_count += 1
             self.sample_tuple = None
 
+    def settle(self, tup: Tuple) -> None:
+        """Complete ``tup``'s part of its trees now, as an ack would, and stop tracking
+        it: a later ``ack`` only counts it, and emits anchored to it are not tracked.
+
+        For engines whose bolt state is durable at the end of a batch (Spark): a tuple
+        held in that state (a window) needs no replay once the batch commits.
+        """
+        roots = tup._roots
+        if roots:
+            pending = self.pending_acks
+            value = tup._ack_val
+            for position in range(0, len(roots), 2):
+                root = roots[position]
+                pending[root] = pending.get(root, 0) ^ roots[position + 1] ^ value
+            tup._roots = None
+            tup._ack_val = 0
+
     def fail(self, tup: Tuple) -> None:
         """Fail ``tup``: its spout tuple's ``fail`` is called (and a reliable spout replays)."""
         roots = tup._roots

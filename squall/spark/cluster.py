@@ -18,6 +18,9 @@ from squall.model.topology import StormTopology
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.spark.batchbolts import forget as forget_batch_bolts
+from squall.spark.bolttasks import forget as forget_bolt_tasks
+from squall.spark.coreplan import CorePlan, core_plan, is_core
+from squall.spark.corerunner import CoreRunner
 from squall.spark.offsets import OffsetLog
 from squall.spark.pickling import pickle_user_code_by_value
 from squall.spark.plan import QueryPlan, SourcePlan, query_plans
@@ -26,6 +29,7 @@ from squall.spark.session import get_session
 from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import forget
+from squall.spark.taskstate import CoreSetup, write_setup
 
 BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
 DEFAULT_BATCH_INTERVAL_MS = 100
@@ -33,12 +37,14 @@ DEFAULT_BATCH_INTERVAL_MS = 100
 
 @dataclass
 class _Query:
-    """One streaming query of a topology: a batch source and the segments it feeds."""
+    """One streaming query of a topology: its sources and the stages they feed (a
+    Trident or transactional query plan, or a core topology's plan)."""
 
-    plan: QueryPlan
+    plan: QueryPlan | None
     query: Any
-    runner: BatchRunner
+    runner: BatchRunner | CoreRunner
     directory: str
+    core: CorePlan | None = None
 
 
 @dataclass
@@ -107,10 +113,18 @@ class SparkCluster(TopologyRegistry[_Running]):
         with self._lock:
             self._claim(name)
         pickle_user_code_by_value(topology)
-        plans = query_plans(topology)  # first: what the engine cannot run at all
         run_key = f"{name}-{uuid.uuid4().hex}"
         bridges: list[Any] = []
         queries: list[_Query] = []
+        if is_core(topology):
+            core = core_plan(name, topology, conf)  # first: what the engine cannot run
+            queries.append(self._start_core_query(name, core, run_key))
+            with self._lock:
+                self._topologies[name] = _Running(
+                    name, topology, queries, run_key, time.monotonic(), bridges
+                )
+            return
+        plans = query_plans(topology)  # first: what the engine cannot run at all
         try:
             for plan in plans:
                 queries.append(self._start_query(name, conf, plan, run_key, bridges))
@@ -184,6 +198,51 @@ class SparkCluster(TopologyRegistry[_Running]):
         )
         return _Query(plan, query, runner, directory)
 
+    def _start_core_query(self, name: str, core: CorePlan, run_key: str) -> _Query:
+        """Start the streaming query of a core topology: one source per spout, their
+        packets unioned, each micro-batch run by a ``CoreRunner``."""
+        directory = os.path.join(self.checkpoint_dir, name, "core")
+        os.makedirs(directory, exist_ok=True)
+        pause_file = os.path.join(directory, "paused")
+        if os.path.exists(pause_file):
+            os.remove(pause_file)
+        checkpoint = os.path.join(directory, "checkpoint")
+        setup_path = os.path.join(directory, "setup.pickle")
+        write_setup(setup_path, CoreSetup(run_key, core, os.path.join(directory, "state")))
+        logs: dict[str, SpoutLog] = {}
+        stats_paths: dict[str, str] = {}
+        tick_secs = core.min_tick_secs()
+        frame = None
+        for position, spout_id in enumerate(core.spouts):
+            source_dir = os.path.join(directory, spout_id.replace("/", "_"))
+            log_dir = os.path.join(source_dir, "spout-log")
+            logs[spout_id] = SpoutLog(log_dir)
+            stats_paths[spout_id] = os.path.join(source_dir, "stats.pickle")
+            reader = (
+                self.spark.readStream.format(SOURCE_NAME)
+                .option("core_setup", setup_path)
+                .option("source", spout_id)
+                .option("run", run_key)
+                .option("log", log_dir)
+                .option("stats", stats_paths[spout_id])
+                .option("pause", pause_file)
+            )
+            if position == 0 and tick_secs is not None:  # idle batches bring ticks
+                reader = reader.option("ticks", str(tick_secs))
+            loaded = reader.load()
+            frame = loaded if frame is None else frame.unionAll(loaded)
+        runner = CoreRunner(core, setup_path, self.spark, logs, OffsetLog(checkpoint), stats_paths)
+        interval = int(core.conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
+        assert frame is not None
+        query = (
+            frame.writeStream.foreachBatch(runner)
+            .option("checkpointLocation", checkpoint)
+            .trigger(processingTime=f"{interval} milliseconds")
+            .queryName(f"squall-{name}-core")
+            .start()
+        )
+        return _Query(None, query, runner, directory, core)
+
     def _drpc_address(
         self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
     ) -> tuple[str, int]:
@@ -239,6 +298,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             for processor in forget(running.run_key):
                 processor.cleanup()
             forget_batch_bolts(running.run_key)
+            forget_bolt_tasks(running.run_key)
             with self._lock:
                 self._topologies.pop(name, None)
 
@@ -253,6 +313,11 @@ class SparkCluster(TopologyRegistry[_Running]):
             figures = item.runner.figures
             if not item.query.isActive:
                 status = "FAILED" if item.query.exception() else "KILLED"
+            if isinstance(item.runner, CoreRunner):
+                components.update(item.runner.component_stats())
+                per_query["core"] = _batch_figures(figures)
+                continue
+            assert item.plan is not None
             for source in item.plan.sources:
                 components[source.component_id] = ComponentStats(
                     source.component_id,
@@ -275,14 +340,8 @@ class SparkCluster(TopologyRegistry[_Running]):
                     executed=int(executed),
                     execute_latency_ms=seconds * 1000.0 / executed if executed else 0.0,
                 )
-            per_query[item.plan.key] = {
-                "batches": figures.batches,
-                "last_batch_id": figures.last_batch_id,
-                "last_batch_rows": figures.last_rows,
-                "last_batch_ms": figures.last_duration_ms,
-                "retries": figures.retries,
-            }
-        first = per_query[running.queries[0].plan.key]
+            per_query[item.plan.key] = _batch_figures(figures)
+        first = next(iter(per_query.values()))
         return TopologyInfo(
             name=name,
             status=status,
@@ -302,6 +361,19 @@ class SparkCluster(TopologyRegistry[_Running]):
             self.kill_topology(name)
         if self._owns_session:
             self.spark.stop()
+
+
+def _batch_figures(figures: Any) -> dict[str, Any]:
+    """What ``get_topology_info`` reports about a query's micro-batches."""
+    return {
+        "batches": figures.batches,
+        "last_batch_id": figures.last_batch_id,
+        "last_batch_rows": figures.last_rows,
+        "last_batch_ms": figures.last_duration_ms,
+        "rows_total": figures.rows_total,
+        "retries": figures.retries,
+        "errors": [error.error for error in figures.errors],
+    }
 
 
 __all__ = ["SparkCluster", "pickle"]

@@ -330,7 +330,15 @@ class SpoutSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
+        if "core_setup" in self.options:
+            from squall.spark.taskstate import CORE_SCHEMA
+
+            return CORE_SCHEMA
         return SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        if "core_setup" in self.options:  # a core topology's spout
+            from squall.spark.coresource import CoreSpoutReader
+
+            return CoreSpoutReader(dict(self.options))
         return SpoutStreamReader(dict(self.options))

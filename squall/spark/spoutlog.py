@@ -31,7 +31,7 @@ _BATCH = re.compile(r"^(\d{12})\.batch$")
 _PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
 
 
-def _write_atomically(path: str, payload: bytes) -> None:
+def write_atomically(path: str, payload: bytes) -> None:
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "wb") as handle:
         handle.write(payload)
@@ -68,16 +68,23 @@ class SpoutLog:
         return indexes[0] if indexes else 0
 
     def append(
-        self, index: int, rows: list[list[Any]], spout: Any, meta: str = "", data: Any = None
+        self,
+        index: int,
+        rows: list[list[Any]],
+        spout: Any,
+        meta: str = "",
+        data: Any = None,
+        count: int | None = None,
     ) -> None:
         """Write batch ``index`` (its rows, each pickled, the spout after it, the
-        source's note about it and, for a coordinated spout, the transaction's
-        metadata), atomically."""
+        source's note about it and the source's own data: a coordinated spout's
+        transaction metadata, a core spout's packets), atomically. ``count`` is the
+        number of tuples when they are not ``rows``."""
         blobs = [pickle.dumps(values, pickle.HIGHEST_PROTOCOL) for values in rows]
         with open(self._path(index) + ".count", "w") as handle:
-            handle.write(f"{len(blobs)}\n{meta}")
+            handle.write(f"{len(blobs) if count is None else count}\n{meta}")
         payload = cloudpickle.dumps({"rows": blobs, "spout": spout, "data": data})
-        _write_atomically(self._path(index), payload)
+        write_atomically(self._path(index), payload)
 
     def data(self, index: int) -> Any:
         """The transaction metadata logged with batch ``index``."""
@@ -120,7 +127,7 @@ class SpoutLog:
         driver: emitters on executors give their tuples that attempt id."""
         path = self._path(index) + ".attempt"
         if attempt or os.path.exists(path):
-            _write_atomically(path, str(attempt).encode())
+            write_atomically(path, str(attempt).encode())
 
     def attempt(self, index: int) -> int:
         """The attempt of batch ``index`` being run (0 unless it was run again)."""
@@ -139,7 +146,7 @@ class SpoutLog:
         """Record what partition ``partition`` emitted in batch ``index``: its
         metadata and the number of tuples."""
         payload = pickle.dumps((meta, count), pickle.HIGHEST_PROTOCOL)
-        _write_atomically(self._partition_path(index, partition), payload)
+        write_atomically(self._partition_path(index, partition), payload)
 
     def partition(self, index: int, partition: int) -> tuple[Any, int] | None:
         """``(meta, count)`` of a partition of batch ``index``, or None if it was not

@@ -208,6 +208,27 @@ class WindowedBoltExecutor(Bolt):
             else:
                 ack(tup)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled (a task restored from its snapshot): failed tuples are kept by
+        object id, and their ids are new."""
+        self.__dict__.update(state)
+        failed = state.get("failed")
+        if failed:
+            tuples = list(failed.values())
+            failed.clear()
+            failed.update((id(tup), tup) for tup in tuples)
+
+    def settle_batch(self) -> None:
+        """Called by the Spark engine at the end of each micro-batch, after which the
+        task's state (windows included) is snapshotted: the tuples held in windows are
+        acked now (their trees complete with the batch), not when they expire. Tuples
+        failed in the batch stay failed."""
+        failed = self.failed
+        settle = self.collector.settle
+        for tup in self.manager.held():
+            if not (failed and failed.get(id(tup)) is tup):
+                settle(tup)
+
     def cleanup(self) -> None:
         self.bolt.cleanup()
 

@@ -1,0 +1,289 @@
+"""Bolt tasks of a core topology on Spark executors.
+
+A stage runs one bolt component for one micro-batch: Spark partition rows are packets
+for the component's tasks, and each task in the partition runs its packets' tuples
+through the engine-neutral ``BoltRunner`` (the local engine's: the same fail-on-
+exception, acking and metrics). A task is prepared once per process and kept warm
+between micro-batches while Spark reuses the Python worker; after each batch its state
+is snapshotted (see ``squall.spark.taskstate``), so a task that runs a batch again, or
+runs in another worker, starts from the state before that batch.
+
+What a task acked (the XOR of its acks per root id) and failed is sent to the driver
+with its metrics, keyed by (batch, attempt, component, task) so a re-run Spark task
+replaces its report instead of adding to it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import pickle
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pyspark.accumulators import AccumulatorParam
+
+from squall.local.tasks import BoltRunner
+from squall.model.config import Config, component_config
+from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.runtime.collectors import AckBuffer, OutputCollector, TaskWiring
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import TaskStats
+from squall.runtime.routing import build_routes
+from squall.spark.coreplan import LEDGER_TASK
+from squall.spark.taskstate import (
+    CoreSetup,
+    Outboxes,
+    Packet,
+    SnapshotStore,
+    collection_paused,
+    dump_state,
+    load_setup,
+    load_state,
+    packets_to_arrow,
+    picklable_state,
+    restore_state,
+    task_directory,
+)
+
+logger = logging.getLogger("squall")
+
+#: Live bolt tasks in this process, by (run, component, task index).
+_LIVE: dict[tuple[str, str, int], LiveBolt] = {}
+
+#: ``last_batch`` of a task interrupted in a batch: whatever comes next restores.
+_PARTIAL = -(2**62)
+
+ReportKey = tuple[int, int, str, int]
+"""``(batch id, attempt, component id, task index)``."""
+
+
+class ReportsParam(AccumulatorParam):
+    """Task reports by key: merging replaces (a Spark task run twice reports once)."""
+
+    def zero(self, value: dict[ReportKey, dict[str, Any]]) -> dict[ReportKey, dict[str, Any]]:
+        return {}
+
+    def addInPlace(
+        self, value1: dict[ReportKey, dict[str, Any]], value2: dict[ReportKey, dict[str, Any]]
+    ) -> dict[ReportKey, dict[str, Any]]:
+        value1.update(value2)
+        return value1
+
+
+class LiveBolt:
+    """One bolt task in an executor's Python worker."""
+
+    def __init__(self, setup: CoreSetup, component_id: str, task_index: int) -> None:
+        self.setup = setup
+        self.component_id = component_id
+        self.task_index = task_index
+        core = setup.core
+        self.task_id = core.plan.component_tasks[component_id][task_index]
+        self.store = SnapshotStore(task_directory(setup.state_dir, component_id, task_index))
+        #: The batch whose end state the task holds (None: just prepared).
+        self.last_batch: int | None = None
+        self._warned_skipped = False
+        self._start()
+
+    def _start(self) -> None:
+        """Make the task's component and prepare it (a new task life)."""
+        core = self.setup.core
+        spec = core.topology.get_component(self.component_id)
+        conf = component_config(core.conf, spec.conf)
+        context = TopologyContext(core.topology, core.plan, self.task_id, core.name, conf)
+        self.routes = build_routes(core.topology, core.plan, context)
+        stats = TaskStats(
+            self.component_id,
+            self.task_id,
+            float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
+            int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
+        )
+        self.outboxes = Outboxes(core.plan.max_task_id)
+        acker_tasks = [LEDGER_TASK] if core.tracking else []
+        self.ack_buffer = AckBuffer(self.outboxes, acker_tasks)
+        wiring = TaskWiring(
+            self.component_id,
+            self.task_id,
+            self.routes,
+            self.outboxes,
+            stats,
+            acker_tasks,
+            self.ack_buffer,
+        )
+        collector = OutputCollector(wiring)
+        component = copy.deepcopy(spec.component)
+        self.runner = BoltRunner(component, context, conf, collector, deque())
+        try:
+            self.runner.start()
+        except Exception as exc:
+            raise RuntimeError(
+                f"bolt {self.component_id!r} task {self.task_id}: prepare raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        self.engine = {
+            "collector": collector,
+            "basic_collector": self.runner.basic_collector,
+            "context": context,
+        }
+        self.last_batch = None
+
+    def _ensure(self, batch_id: int) -> None:
+        """Hold the state before ``batch_id``: the newest snapshot before it (or, with
+        none, a newly prepared component)."""
+        latest = self.store.latest_before(batch_id)
+        if latest == self.last_batch:
+            return
+        if latest is None:
+            self.runner.stop()
+            self._start()
+            return
+        snapshot = pickle.loads(self.store.read(latest))
+        runner = self.runner
+        runner.component = restore_state(runner.component, snapshot["component"], self.engine)
+        if snapshot["routes"] is not None:
+            for stream, choose in load_state(snapshot["routes"], self.engine).items():
+                self.routes[stream].choose = choose
+        self.last_batch = latest
+
+    def _snapshot(self, batch_id: int) -> None:
+        component, skipped = picklable_state(self.runner.component, self.engine)
+        if skipped and not self._warned_skipped:
+            self._warned_skipped = True
+            logger.warning(
+                "bolt %r task %d: attributes %s cannot be pickled and are not in its "
+                "snapshot (a restored task keeps those its prepare made)",
+                self.component_id,
+                self.task_id,
+                skipped,
+            )
+        try:
+            routes: bytes | None = dump_state(
+                {stream: route.choose for stream, route in self.routes.items()}, self.engine
+            )
+        except Exception:
+            routes = None
+        self.store.write(batch_id, pickle.dumps({"component": component, "routes": routes}))
+        self.last_batch = batch_id
+
+    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], dict[str, Any]]:
+        """Execute ``tuples`` (ticks first) as batch ``batch_id``; return the packets
+        emitted and the task's report (ledger and metrics of this batch)."""
+        self._ensure(batch_id)
+        runner = self.runner
+        stats = runner.stats
+        counters = (stats.executed, stats.acked, stats.failed, stats.errors_total)
+        streams = {s: (r.emitted, r.transferred) for s, r in self.routes.items()}
+        busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
+        self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
+        runner.inbox.extend(tuples)
+        runner.run_batch(len(runner.inbox), time.time() * 1000.0)
+        settle = getattr(runner.component, "settle_batch", None)
+        if callable(settle):
+            settle()
+        acks = dict(self.ack_buffer.acks)
+        self.ack_buffer.acks.clear()
+        self.ack_buffer.inits.clear()
+        fails = self.outboxes.drain_ledger()
+        packets = self.outboxes.drain_packets(self.setup.core.locations)
+        self._snapshot(batch_id)
+        errors = list(stats.errors)
+        stats.errors.clear()
+        metrics = getattr(runner.component, "metrics", None)
+        report = {
+            "acks": acks,
+            "fails": fails,
+            "executed": stats.executed - counters[0],
+            "acked": stats.acked - counters[1],
+            "failed": stats.failed - counters[2],
+            "errors_total": stats.errors_total - counters[3],
+            "errors": errors,
+            "busy_secs": stats.busy_secs - busy,
+            "process_secs": stats.process_secs - process_secs,
+            "process_count": stats.process_count - process_count,
+            "streams": {
+                s: (r.emitted - streams[s][0], r.transferred - streams[s][1])
+                for s, r in self.routes.items()
+                if r.emitted != streams[s][0]
+            },
+            "custom": dict(metrics()) if callable(metrics) else {},
+        }
+        return packets, report
+
+
+def live_bolt(setup: CoreSetup, component_id: str, task_index: int) -> LiveBolt:
+    """The task's live bolt in this process (made and prepared on first use)."""
+    key = (setup.run_key, component_id, task_index)
+    live = _LIVE.get(key)
+    if live is None:
+        live = _LIVE[key] = LiveBolt(setup, component_id, task_index)
+    return live
+
+
+def stage_function(
+    setup_path: str, component_id: str, batch_id: int, attempt: int, reports: Any
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function running bolt ``component_id`` in batch ``batch_id``:
+    each task whose packets are in the partition runs them (tick packets first)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        with collection_paused():
+            output = run_stage(batches)
+        yield output
+
+    def run_stage(batches: Iterator[Any]) -> Any:
+        import pyarrow as pa
+
+        setup = load_setup(setup_path)
+        core = setup.core
+        task_component = core.plan.task_component
+        infos = core.infos
+        by_task: dict[int, list[tuple[str, int, bytes]]] = {}
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            columns = [batch.column(name).to_pylist() for name in ("target", "stream")]
+            sources = batch.column("source_task").to_pylist()
+            blobs = batch.column("tuples").to_pylist()
+            for target, stream, source, blob in zip(*columns, sources, blobs, strict=True):
+                entries = by_task.get(target)
+                if entries is None:
+                    entries = by_task[target] = []
+                entries.append((stream, source, blob))
+        packets: list[Packet] = []
+        produced: dict[ReportKey, dict[str, Any]] = {}
+        loads = pickle.loads
+        for target in sorted(by_task):
+            entries = sorted(by_task[target], key=lambda e: e[0] != TICK_STREAM)
+            tuples: list[Tuple] = []
+            for stream, source, blob in entries:
+                if stream == TICK_STREAM:
+                    info = TICK_STREAM_INFO
+                else:
+                    info = infos[(task_component[source], stream)]
+                tuples.extend(Tuple(v, info, source, r) for v, r in loads(blob))
+            emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
+            packets.extend(emitted)
+            produced[(batch_id, attempt, component_id, target)] = report
+        if produced:
+            reports.add(produced)
+        return packets_to_arrow(packets, pa)
+
+    return run
+
+
+def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]:
+    """A tick tuple for each task of a stage, as packets."""
+    blob = pickle.dumps([([rate_secs], None)], pickle.HIGHEST_PROTOCOL)
+    return [(stage_index, task, TICK_STREAM, -1, blob) for task in range(tasks)]
+
+
+def forget(run_key: str) -> None:
+    """Drop the live tasks of a topology run in this process (after ``cleanup``)."""
+    for key in [k for k in _LIVE if k[0] == run_key]:
+        _LIVE.pop(key).runner.stop()
+
+
+__all__ = ["SYSTEM_COMPONENT", "LiveBolt", "ReportsParam", "stage_function", "tick_packets"]

@@ -1,0 +1,289 @@
+"""The driver side of a core topology's micro-batch (the ``foreachBatch`` function).
+
+Batch ``batch_id`` runs every bolt once, in topological order, each as a Spark stage:
+the packets addressed to the bolt (from the spouts' sources and from earlier stages)
+are repartitioned by target task with ``repartitionById`` and run per partition with
+``mapInArrow`` (see ``squall.spark.bolttasks``). A bolt fed only by local-or-shuffle
+from one bolt with no more tasks than itself needs no exchange: it runs in the same
+Spark task as the bolt before it. A stage's output read by several bolts is computed
+once (``localCheckpoint``).
+
+At the end of the batch the XOR ledger is aggregated by root id: the spouts' init
+values (logged with their batches) and every task's acks. A tree whose value is zero is
+complete; one failed explicitly or not complete is failed. The outcome is written for
+the spouts' sources, whose tasks call ``ack``/``fail`` before their next batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from functools import reduce
+from typing import Any
+
+from squall.model.grouping import GroupingKind
+from squall.runtime.metrics import ComponentStats, ErrorInfo
+from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
+from squall.spark.coreplan import BoltStagePlan, CorePlan
+from squall.spark.coresource import read_spout_stats, write_outcome
+from squall.spark.offsets import OffsetLog
+from squall.spark.runner import DEFAULT_RETRIES, RETRIES_KEY, BatchFigures
+from squall.spark.spoutlog import SpoutLog
+from squall.spark.taskstate import CORE_SCHEMA, collection_paused
+
+logger = logging.getLogger("squall")
+
+#: The frame key of the spouts' packets (one frame: the union of their sources).
+SPOUTS = "$spouts"
+ERRORS_KEPT = 10
+
+
+class _BoltFigures:
+    """Cumulative metrics of one bolt task, from its reports."""
+
+    def __init__(self) -> None:
+        self.executed = self.acked = self.failed = self.errors_total = 0
+        self.process_count = 0
+        self.busy_secs = self.process_secs = 0.0
+        self.streams: dict[str, list[int]] = {}
+        self.errors: list[ErrorInfo] = []
+        self.custom: dict[str, float] = {}
+
+    def add(self, report: dict[str, Any]) -> None:
+        self.executed += report["executed"]
+        self.acked += report["acked"]
+        self.failed += report["failed"]
+        self.errors_total += report["errors_total"]
+        self.busy_secs += report["busy_secs"]
+        self.process_secs += report["process_secs"]
+        self.process_count += report["process_count"]
+        for stream, (emitted, transferred) in report["streams"].items():
+            entry = self.streams.setdefault(stream, [0, 0])
+            entry[0] += emitted
+            entry[1] += transferred
+        self.errors = (self.errors + list(report["errors"]))[-ERRORS_KEPT:]
+        self.custom = report["custom"]
+
+
+class CoreRunner:
+    """The ``foreachBatch`` function of a core topology on Spark.
+
+    A failed batch (an engine or Spark error: a user exception only fails its tuple) is
+    run again, up to ``topology.spark.batch.retries`` times; bolt tasks start it again
+    from their snapshots, so state is applied once.
+    """
+
+    def __init__(
+        self,
+        core: CorePlan,
+        setup_path: str,
+        spark: Any,
+        logs: dict[str, SpoutLog],
+        offsets: OffsetLog,
+        stats_paths: dict[str, str],
+    ) -> None:
+        self.core = core
+        self.setup_path = setup_path
+        self.spark = spark
+        self.logs = logs
+        self.offsets = offsets
+        self.stats_paths = stats_paths
+        self.reports = spark.sparkContext.accumulator({}, ReportsParam())
+        self.figures = BatchFigures()
+        self.retries = int(core.conf.get(RETRIES_KEY, DEFAULT_RETRIES))
+        self.bolts: dict[tuple[str, int], _BoltFigures] = {
+            (stage.component_id, index): _BoltFigures()
+            for stage in core.stages
+            for index in range(stage.tasks)
+        }
+        self.last_tick: dict[str, float] = {}
+        #: Trees acked and failed per spout (from the ledger).
+        self.stopping = False
+        self.tuples_total = 0
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        started = time.perf_counter()
+        ranges = self.offsets.ranges(batch_id)
+        for attempt in range(self.retries + 1):
+            try:
+                failed = self._run(frame, batch_id, attempt)
+                break
+            except Exception as exc:
+                if self.stopping:  # killed: the batch was interrupted, not failed
+                    raise
+                self._record(exc)
+                if attempt == self.retries:
+                    raise
+                self.figures.retries += 1
+                logger.warning("batch %d failed (%s); running it again", batch_id, exc)
+        rows = 0
+        for component_id, log in self.logs.items():
+            for index in ranges.get(component_id, range(0)):
+                write_outcome(log, index, failed)
+                rows += log.count(index)
+        figures = self.figures
+        figures.batches += 1
+        figures.last_batch_id = batch_id
+        figures.last_rows = rows
+        figures.rows_total += rows
+        figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+
+    def _record(self, exc: Exception) -> None:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.figures.errors.append(
+            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
+        )
+        del self.figures.errors[:-ERRORS_KEPT]
+
+    def _ticks(self) -> dict[str, float]:
+        """The bolts due a tick tuple at the start of this batch, with their rates."""
+        now = time.monotonic()
+        due = {}
+        for stage in self.core.stages:
+            if stage.tick_secs is None:
+                continue
+            last = self.last_tick.setdefault(stage.component_id, now)
+            if now - last >= stage.tick_secs:
+                due[stage.component_id] = stage.tick_secs
+                self.last_tick[stage.component_id] = now
+        return due
+
+    def _producers(self, stage: BoltStagePlan) -> list[str]:
+        """The frames ``stage`` reads: the spouts' and earlier stages'."""
+        spouts = self.core.spouts
+        found = (SPOUTS if source in spouts else source for source, _, _ in stage.inputs)
+        return list(dict.fromkeys(found))
+
+    def _aligned(self, stage: BoltStagePlan, ticked: bool) -> bool:
+        """Whether ``stage`` runs where its input is (no exchange): it reads only
+        local-or-shuffle streams of one bolt with no more tasks than itself, so
+        partition ``i`` of that bolt sends only to task ``i``."""
+        if ticked or not stage.inputs:
+            return False
+        sources = {source for source, _, _ in stage.inputs}
+        if len(sources) != 1 or next(iter(sources)) in self.core.spouts:
+            return False
+        if any(kind is not GroupingKind.LOCAL_OR_SHUFFLE for _, _, kind in stage.inputs):
+            return False
+        producer = self.core.stage(next(iter(sources)))
+        return producer.tasks <= stage.tasks
+
+    def _run(self, frame: Any, batch_id: int, attempt: int) -> set[int]:
+        from pyspark.sql import DataFrame
+        from pyspark.sql.functions import col
+
+        core = self.core
+        self.reports.value = {}
+        readers: dict[str, int] = {}
+        for stage in core.stages:
+            for producer in self._producers(stage):
+                readers[producer] = readers.get(producer, 0) + 1
+        frames: dict[str, Any] = {SPOUTS: frame}
+        if readers.get(SPOUTS, 0) > 1:
+            frames[SPOUTS] = frame.localCheckpoint(eager=True)
+        ticks = self._ticks()
+        terminal: list[Any] = []
+        for stage in core.stages:
+            parts = [frames[p].filter(col("dest") == stage.index) for p in self._producers(stage)]
+            rate = ticks.get(stage.component_id)
+            if rate is not None:
+                packets = tick_packets(stage.index, stage.tasks, rate)
+                parts.append(self.spark.createDataFrame(packets, CORE_SCHEMA))
+            if not parts:
+                continue
+            inputs = reduce(DataFrame.unionAll, parts)
+            if not self._aligned(stage, rate is not None):
+                inputs = inputs.repartitionById(stage.tasks, "target")
+            function = stage_function(
+                self.setup_path, stage.component_id, batch_id, attempt, self.reports
+            )
+            output = inputs.mapInArrow(function, CORE_SCHEMA)
+            count = readers.get(stage.component_id, 0)
+            if count == 0:
+                terminal.append(output)
+            elif count > 1:
+                frames[stage.component_id] = output.localCheckpoint(eager=True)
+            else:
+                frames[stage.component_id] = output
+        for output in terminal:
+            output.count()  # runs the stage and everything before it not yet run
+        if not terminal and SPOUTS in frames and not core.stages:
+            frames[SPOUTS].count()
+        with collection_paused():
+            return self._ledger(batch_id, attempt)
+
+    def _ledger(self, batch_id: int, attempt: int) -> set[int]:
+        """Aggregate the batch's XOR ledger by root id; fold the task reports into the
+        metrics. Returns the roots of trees that failed or did not complete."""
+        ranges = self.offsets.ranges(batch_id)
+        values: dict[int, int] = {}
+        for component_id, log in self.logs.items():
+            for index in ranges.get(component_id, range(0)):
+                values.update(log.data(index)["inits"])
+        failed: set[int] = set()
+        reports = self.reports.value
+        for (batch, run, component_id, task), report in reports.items():
+            if batch != batch_id or run != attempt:
+                continue
+            self.bolts[(component_id, task)].add(report)
+            for root, value in report["acks"].items():
+                current = values.get(root)
+                if current is not None:
+                    values[root] = current ^ value
+            failed.update(report["fails"])
+        self.reports.value = {}
+        incomplete = {root for root, value in values.items() if value}
+        return incomplete | (failed & values.keys())
+
+    def component_stats(self) -> dict[str, ComponentStats]:
+        """Metrics of every spout and bolt so far."""
+        core = self.core
+        components: dict[str, ComponentStats] = {}
+        for component_id in core.spouts:
+            stats = read_spout_stats(self.stats_paths[component_id])
+            if stats is None:
+                tasks = core.plan.component_tasks[component_id]
+                stats = ComponentStats(component_id, "spout", list(tasks))
+            components[component_id] = stats
+        for stage in core.stages:
+            summary = ComponentStats(stage.component_id, "bolt", list(stage.task_ids))
+            busy = process_secs = 0.0
+            process_count = 0
+            errors: list[ErrorInfo] = []
+            for index, task_id in enumerate(stage.task_ids):
+                task = self.bolts[(stage.component_id, index)]
+                emitted = transferred = 0
+                for stream, (stream_emitted, stream_transferred) in task.streams.items():
+                    entry = summary.streams.setdefault(stream, {"emitted": 0, "transferred": 0})
+                    entry["emitted"] += stream_emitted
+                    entry["transferred"] += stream_transferred
+                    if not stream.startswith(("__", "$")):
+                        emitted += stream_emitted
+                        transferred += stream_transferred
+                summary.emitted += emitted
+                summary.transferred += transferred
+                summary.executed += task.executed
+                summary.acked += task.acked
+                summary.failed += task.failed
+                summary.errors_total += task.errors_total
+                busy += task.busy_secs
+                process_secs += task.process_secs
+                process_count += task.process_count
+                errors.extend(task.errors)
+                for key, value in task.custom.items():
+                    summary.custom[key] = summary.custom.get(key, 0) + value
+                summary.task_stats[task_id] = {
+                    "emitted": emitted,
+                    "transferred": transferred,
+                    "executed": task.executed,
+                    "acked": task.acked,
+                    "failed": task.failed,
+                }
+            if summary.executed:
+                summary.execute_latency_ms = busy * 1000.0 / summary.executed
+            if process_count:
+                summary.process_latency_ms = process_secs * 1000.0 / process_count
+            summary.errors = sorted(errors, key=lambda e: e.time)[-ERRORS_KEPT:]
+            components[stage.component_id] = summary
+        return components

@@ -1,0 +1,340 @@
+"""A core topology's spout as a Spark streaming source.
+
+The spout's tasks live in the source's driver-side Python process (the process Spark
+starts for the source): ``open``, ``activate``/``deactivate``, ``next_tuple``, ``ack``
+and ``fail`` all run there, one task after another, as on one local worker. Each time
+Spark asks for the latest offset, the source:
+
+1. applies the outcome of every micro-batch that finished since (the driver writes
+   which tuple trees failed or did not complete; the others are acked), calling the
+   spout's ``ack``/``fail``: a failed tuple the spout emits again goes into a later
+   batch;
+2. calls ``next_tuple`` on each task until it emits nothing or the batch is full
+   (``topology.spark.batch.max.tuples`` per task, and ``topology.max.spout.pending``
+   trees in flight), routing each tuple to its bolt tasks as the local engine does;
+3. logs the batch (packets, the new trees' root ids and init values, and a snapshot of
+   every task taken after it) under the checkpoint directory.
+
+``read`` returns a logged batch's packets, so a micro-batch replays identically after
+a crash, and a restarted source resumes its spout tasks from the last snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import pickle
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from squall.local.tasks import SpoutRunner
+from squall.model.config import Config, component_config
+from squall.model.fields import Fields
+from squall.model.tuple import StreamInfo, Tuple
+from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONENT
+from squall.runtime.clock import SYSTEM_CLOCK
+from squall.runtime.collectors import AckBuffer, SpoutOutputCollector, TaskWiring
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import ComponentStats, TaskStats, summarize
+from squall.runtime.routing import build_routes
+from squall.spark.coreplan import LEDGER_TASK
+from squall.spark.spoutlog import SpoutLog, write_atomically
+from squall.spark.taskstate import (
+    CoreSetup,
+    Outboxes,
+    Packet,
+    collection_paused,
+    dump_state,
+    load_setup,
+    load_state,
+    packets_to_arrow,
+    picklable_state,
+    restore_state,
+)
+
+#: Tuples a spout task emits into one micro-batch at most (also bounded by
+#: ``topology.max.spout.pending`` when acking).
+BATCH_MAX_TUPLES_KEY = "topology.spark.batch.max.tuples"
+DEFAULT_BATCH_MAX_TUPLES = 10_000
+
+_ACK_INFO = StreamInfo(ACKER_COMPONENT, ACK_ACK_STREAM, Fields("id"))
+_FAIL_INFO = StreamInfo(ACKER_COMPONENT, ACK_FAIL_STREAM, Fields("id"))
+
+
+def outcome_path(log: SpoutLog, index: int) -> str:
+    """Where the driver writes the outcome of logged batch ``index``."""
+    return os.path.join(log.directory, f"{index:012d}.outcome")
+
+
+def write_outcome(log: SpoutLog, index: int, failed: set[int]) -> None:
+    """Record that the trees of batch ``index`` completed except ``failed`` (driver)."""
+    write_atomically(outcome_path(log, index), pickle.dumps(sorted(failed)))
+
+
+def read_spout_stats(path: str) -> ComponentStats | None:
+    """The spout's metrics the source last wrote (None before any)."""
+    try:
+        with open(path, "rb") as handle:
+            stats: ComponentStats = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return None
+    return stats
+
+
+class _SpoutTask:
+    """One spout task: the local engine's ``SpoutRunner`` with outboxes for packets."""
+
+    def __init__(self, setup: CoreSetup, component_id: str, task_id: int) -> None:
+        core = setup.core
+        spec = core.topology.get_component(component_id)
+        conf = component_config(core.conf, spec.conf)
+        self.context = TopologyContext(core.topology, core.plan, task_id, core.name, conf)
+        self.routes = build_routes(core.topology, core.plan, self.context)
+        self.stats = TaskStats(
+            component_id,
+            task_id,
+            float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
+            int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
+        )
+        self.outboxes = Outboxes(core.plan.max_task_id)
+        acker_tasks = [LEDGER_TASK] if core.tracking else []
+        self.ack_buffer = AckBuffer(self.outboxes, acker_tasks)
+        wiring = TaskWiring(
+            component_id,
+            task_id,
+            self.routes,
+            self.outboxes,
+            self.stats,
+            acker_tasks,
+            self.ack_buffer,
+        )
+        self.collector = SpoutOutputCollector(wiring, SYSTEM_CLOCK)
+        pending = conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
+        self.runner = SpoutRunner(
+            copy.deepcopy(spec.component),
+            self.context,
+            conf,
+            self.collector,
+            deque(),
+            int(pending) if pending and core.tracking else None,
+            None,  # trees complete or fail with their micro-batch: no timeouts
+        )
+        self.limit = int(conf.get(BATCH_MAX_TUPLES_KEY) or DEFAULT_BATCH_MAX_TUPLES)
+        self.engine = {"collector": self.collector, "context": self.context}
+
+    def snapshot(self) -> dict[str, Any]:
+        component, _ = picklable_state(self.runner.component, self.engine)
+        try:
+            routes: bytes | None = dump_state(
+                {stream: route.choose for stream, route in self.routes.items()}, self.engine
+            )
+        except Exception:
+            routes = None
+        return {"component": component, "routes": routes, "pending": self.collector.pending}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        runner = self.runner
+        runner.component = restore_state(runner.component, snapshot["component"], self.engine)
+        if snapshot["routes"] is not None:
+            for stream, choose in load_state(snapshot["routes"], self.engine).items():
+                self.routes[stream].choose = choose
+        self.collector.pending.update(snapshot["pending"])
+
+
+class SpoutTasks:
+    """The tasks of one spout component, in the source's driver-side process."""
+
+    def __init__(self, setup: CoreSetup, component_id: str, log: SpoutLog, stats_path: str):
+        self.setup = setup
+        self.component_id = component_id
+        self.log = log
+        self.stats_path = stats_path
+        core = setup.core
+        self.locations = core.locations
+        self.tasks = [
+            _SpoutTask(setup, component_id, task_id)
+            for task_id in core.plan.component_tasks[component_id]
+        ]
+        self.size = log.size()
+        #: Batches whose outcome was applied: all before ``applied``.
+        self.applied = 0
+        self.active: bool | None = None
+        self.last_logged = time.monotonic()
+        for task in self.tasks:
+            task.runner.start()  # open: a new life for each task
+        if self.size:
+            data = log.data(self.size - 1)
+            for task, snapshot in zip(self.tasks, data["snapshots"], strict=True):
+                task.restore(snapshot)
+            self.applied = data["applied"]
+        #: Root ids of each logged batch whose outcome is not applied yet.
+        self.roots: dict[int, dict[int, int]] = {}
+        for index in range(max(self.applied, log.first()), self.size):
+            self.roots[index] = log.data(index)["roots"]
+
+    def apply_outcomes(self) -> bool:
+        """Ack or fail the trees of every batch the driver finished; True if any."""
+        applied_any = False
+        while self.applied < self.size:
+            path = outcome_path(self.log, self.applied)
+            if not os.path.exists(path):
+                break
+            with open(path, "rb") as handle:
+                failed = set(pickle.load(handle))
+            by_task: dict[int, list[Tuple]] = {}
+            for root, task_id in self.roots.pop(self.applied, {}).items():
+                info = _FAIL_INFO if root in failed else _ACK_INFO
+                by_task.setdefault(task_id, []).append(Tuple([root], info, LEDGER_TASK))
+            now = time.time() * 1000.0
+            for task in self.tasks:
+                task.runner.inbox.extend(by_task.get(task.context.task_id, ()))
+                task.runner.run_batch(0, now)  # ack/fail calls only
+            self.applied += 1
+            applied_any = True
+        return applied_any
+
+    def set_active(self, active: bool) -> None:
+        """``activate``/``deactivate`` each task once per change."""
+        if self.active is active:
+            return
+        self.active = active
+        for task in self.tasks:
+            task.runner.set_active(active)
+
+    def next_batch(self, paused: bool, tick_secs: float | None) -> bool:
+        """Log batch ``size`` if the spout emitted tuples (or a tick is due); see the
+        module docstring."""
+        with collection_paused():
+            changed = self.apply_outcomes()
+        self.set_active(not paused)
+        packets: list[Packet] = []
+        roots: dict[int, int] = {}
+        inits: dict[int, int] = {}
+        emitted = 0
+        if not paused:
+            with collection_paused():
+                emitted = self._poll(packets, roots, inits)
+        changed = changed or emitted > 0
+        due = tick_secs is not None and time.monotonic() - self.last_logged >= tick_secs
+        logged = bool(packets or roots or due)
+        if logged:
+            self.roots[self.size] = roots
+            data = {
+                "packets": packets,
+                "inits": inits,
+                "roots": roots,
+                "snapshots": [task.snapshot() for task in self.tasks],
+                "applied": self.applied,
+            }
+            self.log.append(self.size, [], None, "", data, count=emitted)
+            self.size += 1
+            self.last_logged = time.monotonic()
+        if changed:
+            self.write_stats()
+        return logged
+
+    def _poll(self, packets: list[Packet], roots: dict[int, int], inits: dict[int, int]) -> int:
+        """Run ``next_tuple`` on each task for one batch; collect its packets, the new
+        trees' spout tasks (``roots``) and init values. Returns the emit count."""
+        emitted = 0
+        now = time.time() * 1000.0
+        for task in self.tasks:
+            before = task.collector.emit_count
+            task.runner.run_batch(task.limit, now)
+            emitted += task.collector.emit_count - before
+            packets.extend(task.outboxes.drain_packets(self.locations))
+            buffer = task.ack_buffer
+            acks = buffer.acks
+            for root, spout_task in buffer.inits.items():
+                roots[root] = spout_task
+                inits[root] = acks.get(root, 0)
+            buffer.inits.clear()
+            acks.clear()
+        return emitted
+
+    def write_stats(self) -> None:
+        """Write the spout's metrics for the driver."""
+        summary = summarize(
+            self.component_id, "spout", [task.stats for task in self.tasks], time.monotonic()
+        )
+        write_atomically(self.stats_path, pickle.dumps(summary))
+
+    def close(self) -> None:
+        """Deactivate and close every task (the query stops)."""
+        self.set_active(False)
+        for task in self.tasks:
+            task.runner.stop()
+        self.write_stats()
+
+
+class CoreBatchPartition(InputPartition):
+    """Logged batch ``index`` of a core spout."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class CoreSpoutReader(DataSourceStreamReader):
+    """The streaming reader of one core spout (see the module docstring). Spark creates
+    it in the source's driver-side process and ships a copy to executors for ``read``;
+    the spout tasks are made lazily, so the copy stays small."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = dict(options)
+        self.log = SpoutLog(options["log"])
+        self._tasks: SpoutTasks | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "log": self.log, "_tasks": None}
+
+    @property
+    def tasks(self) -> SpoutTasks:
+        if self._tasks is None:
+            setup = load_setup(self.options["core_setup"])
+            self._tasks = SpoutTasks(setup, self.options["source"], self.log, self.options["stats"])
+        return self._tasks
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"source": self.options["source"], "batch": 0}
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        """One batch per micro-batch: one logged before a restart that Spark has not
+        read yet, else a new one (unless paused or the spout emitted nothing)."""
+        tasks = self.tasks
+        position = int(start["batch"])
+        if position < tasks.size:
+            tasks.apply_outcomes()
+            position += 1
+        else:
+            paused = os.path.exists(self.options["pause"])
+            ticks = self.options.get("ticks")
+            if tasks.next_batch(paused, float(ticks) if ticks else None):
+                position = tasks.size
+        return {"source": self.options["source"], "batch": position}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        return [CoreBatchPartition(i) for i in range(int(start["batch"]), int(end["batch"]))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Runs on an executor: the packets of a logged batch."""
+        import pyarrow as pa
+
+        index = partition.index  # type: ignore[attr-defined]
+        yield packets_to_arrow(self.log.data(index)["packets"], pa)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Batches before ``end`` are committed: drop their files (keeping the newest
+        batch's and any outcome not applied yet)."""
+        keep = min(int(end["batch"]) - 1, self.tasks.applied)
+        self.log.forget_before(keep)
+
+    def stop(self) -> None:
+        """The query stops: deactivate and close the spout tasks."""
+        if self._tasks is not None:
+            with contextlib.suppress(Exception):
+                self._tasks.close()
