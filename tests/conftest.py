@@ -125,6 +125,16 @@ class Run:
                 if time.monotonic() > deadline:
                     raise
 
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Wait until nothing is queued and no tuple tree is pending (local), or until
+        every batch the spouts have now is processed and its trees acked or failed
+        (Spark); fail if the topology failed or did not settle."""
+        if self.spark:
+            if not self.cluster.wait_idle(self.name):
+                raise AssertionError(f"the topology failed:\n{self.failure()}")
+        elif not self.cluster.wait_idle(self.name, timeout):
+            raise AssertionError(f"not idle within {timeout} s; errors:\n{self.failure()}")
+
     def drain(self) -> None:
         """Spark: process everything the spouts have (they must run dry); fail if the
         topology failed. Local: nothing (its spouts never run dry: empty batches)."""
