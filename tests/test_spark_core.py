@@ -1,0 +1,332 @@
+"""Core (spout/bolt) topologies on SparkCluster: what only the Spark engine has to show.
+
+The behaviour both engines share (groupings, acking, errors, windows) is tested by the
+conformance suites, parametrized over the engines. Here: submit-time rejections, bolt
+state kept warm and snapshotted (exactly once across a batch run again and across a
+driver killed mid-batch), ``prepare`` once per task life, activation, and the batch
+figures of ``get_topology_info``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import BasicBolt, Bolt, Config, Fields, InvalidTopologyError, Spout, TopologyBuilder
+from squall.spark import SparkCluster
+from squall.testing import CapturingBolt, FixedTupleSpout, SharedRecord
+from tests.spark_core import (
+    CONF,
+    CRASH_WORDS,
+    counting_topology,
+    read_lines,
+    true_counts,
+    word_list,
+)
+
+
+@pytest.fixture
+def cluster(spark: Any, tmp_path: Path) -> Any:
+    """A SparkCluster on the session's Spark, checkpoints under ``tmp_path``."""
+    spark_cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path / "checkpoint"))
+    yield spark_cluster
+    spark_cluster.shutdown()
+
+
+def count_lines(out: Path) -> list[tuple[str, int]]:
+    """The sink's ``(word, count)`` lines."""
+    pairs = []
+    for line in read_lines(str(out / "counts")):
+        word, count = line.split()
+        pairs.append((word, int(count)))
+    return pairs
+
+
+def every_count_once(words: list[str]) -> Counter[tuple[str, int]]:
+    """What an exactly-once running count emits: each ``(word, n)`` for n in 1..total."""
+    return Counter(
+        (word, n) for word, total in true_counts(words).items() for n in range(1, total + 1)
+    )
+
+
+# -- rejected at submit ------------------------------------------------------------------
+
+
+class Relay(BasicBolt):
+    outputs = ["n"]
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit([tup[0]])
+
+
+def test_a_cycle_is_rejected_naming_it_and_suggesting_local_cluster(cluster: Any) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
+    builder.set_bolt("a", Relay()).shuffle_grouping("numbers").shuffle_grouping("b")
+    builder.set_bolt("b", Relay()).shuffle_grouping("a")
+    with pytest.raises(InvalidTopologyError) as raised:
+        cluster.submit_topology("cyclic", {}, builder.create_topology())
+    message = str(raised.value)
+    assert "cycle" in message and "a -> b -> a" in message
+    assert "LocalCluster" in message
+
+
+class HoldsALock(BasicBolt):
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        """Nothing."""
+
+
+def test_a_component_that_cannot_be_pickled_is_rejected_naming_it(cluster: Any) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
+    builder.set_bolt("locked", HoldsALock()).shuffle_grouping("numbers")
+    with pytest.raises(InvalidTopologyError, match=r"'locked'.*locked\.lock"):
+        cluster.submit_topology("unpicklable", {}, builder.create_topology())
+
+
+# -- bolt state ---------------------------------------------------------------------------
+
+
+class PrepareRecorder(Bolt):
+    """Records ``(task id, process id)`` at each ``prepare`` and ``(task id, n)`` for
+    the n-th tuple of its task (its state)."""
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.task_id = context.task_id
+        self.executed = 0
+        self.record.append("prepared", (self.task_id, os.getpid()))
+
+    def execute(self, tup: Any) -> None:
+        self.executed += 1
+        self.record.append("executed", (self.task_id, self.executed))
+        self.collector.ack(tup)
+
+
+def test_prepare_runs_once_per_task_life_and_state_carries_over_batches(cluster: Any) -> None:
+    items = [[n] for n in range(24)]
+    spout = FixedTupleSpout(items, ["n"])
+    bolt = PrepareRecorder()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout)
+    builder.set_bolt("recorder", bolt, 2).shuffle_grouping("numbers")
+    conf = {**CONF, "topology.spark.batch.max.tuples": 4}
+    cluster.submit_topology("warm", conf, builder.create_topology())
+    assert cluster.wait_idle("warm")
+    info = cluster.get_topology_info("warm")
+    batches = info.extra["batches"]
+    assert batches == 6  # 24 tuples, 4 per batch
+    prepared = bolt.record.get("prepared")
+    # Once per task and Python worker: never once per batch.
+    assert len(prepared) == len(set(prepared))
+    assert len(prepared) < batches
+    executed = bolt.record.get("executed")
+    by_task: dict[int, list[int]] = {}
+    for task, n in executed:
+        by_task.setdefault(task, []).append(n)
+    # Each task's count runs 1, 2, 3... across batches and workers (state restored from
+    # its snapshot when another worker runs it): 12 tuples each (shuffle).
+    assert {task: sorted(ns) for task, ns in by_task.items()} == {
+        task: list(range(1, 13)) for task in by_task
+    }
+    assert len(by_task) == 2
+    assert sorted(spout.acked) == list(range(24))
+
+
+def test_a_task_run_again_in_a_new_worker_starts_from_the_snapshot(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """A counting task's Python worker dies (SIGKILL) after updating its counts in the
+    middle of a batch; Spark runs the task again in a new worker, which restores the
+    task's snapshot from before the batch: every running count is emitted once."""
+    out = tmp_path / "out"
+    out.mkdir()
+    kill = tmp_path / "kill"
+    kill.write_text("1")
+    words = word_list(30)
+    cluster.submit_topology("rerun", CONF, counting_topology(words, str(out), count_kill=str(kill)))
+    assert cluster.wait_idle("rerun")
+    assert kill.read_text() == "0"
+    assert Counter(count_lines(out)) == every_count_once(words)
+    assert sorted(int(n) for n in read_lines(str(out / "acked"))) == list(range(30))
+
+
+def test_a_batch_run_again_restores_tasks_that_had_finished_it(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """The sink's worker dies as often as Spark retries a task (4 times on the test
+    session's ``local[2, 4]``), so the micro-batch fails after the counting tasks have
+    finished it, warm in their workers; the batch is run again and the counting tasks
+    start it again from their snapshots: every running count is emitted once."""
+    out = tmp_path / "out"
+    out.mkdir()
+    kill = tmp_path / "kill"
+    kill.write_text("4")
+    words = word_list(30)
+    topology = counting_topology(words, str(out), sink_kill=str(kill))
+    cluster.submit_topology("retry", {**CONF, "topology.spark.batch.retries": 2}, topology)
+    assert cluster.wait_idle("retry")
+    assert kill.read_text() == "0"
+    assert Counter(count_lines(out)) == every_count_once(words)
+    info = cluster.get_topology_info("retry")
+    assert info.extra["retries"] == 1
+    assert sorted(int(n) for n in read_lines(str(out / "acked"))) == list(range(30))
+    assert read_lines(str(out / "failed")) == []
+
+
+def _session_processes(session: int) -> list[int]:
+    """Process ids in session ``session`` (the child and everything it started)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:
+            found.append(int(entry))
+    return found
+
+
+def test_a_driver_killed_mid_batch_resumes_with_exact_bolt_state(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A driver (its JVM and Python workers with it) is killed with SIGKILL while a
+    counting task is in the middle of a batch. A new SparkCluster on the same
+    checkpoint directory replays that batch from the state before it: every running
+    count is emitted exactly once, and every spout tuple is acked exactly once."""
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    out.mkdir()
+    flag, reached = tmp_path / "stall", tmp_path / "reached"
+    flag.touch()
+    root = Path(__file__).resolve().parent.parent
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.spark_core",
+            str(checkpoint),
+            str(out),
+            str(flag),
+            str(reached),
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 150
+        while not reached.exists():
+            assert child.poll() is None, (
+                child.stderr.read().decode()[-3000:] if child.stderr else ""
+            )
+            assert time.monotonic() < deadline, "the child never reached the stall"
+            time.sleep(0.1)
+    finally:
+        for pid in _session_processes(child.pid):
+            os.kill(pid, signal.SIGKILL)
+        child.wait()
+    before = count_lines(out)
+    assert before and Counter(before) != every_count_once(CRASH_WORDS)  # killed mid-run
+
+    flag.unlink()
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(checkpoint))
+    try:
+        cluster.submit_topology("crash", CONF, counting_topology(CRASH_WORDS, str(out)))
+        assert cluster.wait_idle("crash")
+    finally:
+        cluster.shutdown()
+    assert Counter(count_lines(out)) == every_count_once(CRASH_WORDS)
+    acked = [int(n) for n in read_lines(str(out / "acked"))]
+    assert sorted(acked) == list(range(len(CRASH_WORDS)))
+
+
+# -- spouts on the driver side -----------------------------------------------------------
+
+
+class LifecycleSpout(Spout):
+    """Emits ``total`` numbers; records its lifecycle calls."""
+
+    outputs = ["n"]
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.record = SharedRecord()
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.next = 0
+        self.record.append("calls", "open")
+
+    def activate(self) -> None:
+        self.record.append("calls", "activate")
+
+    def deactivate(self) -> None:
+        self.record.append("calls", "deactivate")
+
+    def next_tuple(self) -> None:
+        if self.next < self.total:
+            self.collector.emit([self.next], self.next)
+            self.next += 1
+
+    def ack(self, msg_id: Any) -> None:
+        self.record.append("acked", msg_id)
+
+
+def test_a_deactivated_topology_polls_no_spout_until_activated(cluster: Any) -> None:
+    spout = LifecycleSpout(20)
+    sink = CapturingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout)
+    builder.set_bolt("sink", sink).shuffle_grouping("numbers")
+    cluster.submit_topology("switch", CONF, builder.create_topology())
+    assert cluster.wait_idle("switch")
+    assert sorted(spout.record.get("acked")) == list(range(20))
+    cluster.deactivate("switch")
+    assert cluster.wait_idle("switch")
+    assert spout.record.get("calls") == ["open", "activate", "deactivate"]
+    cluster.activate("switch")
+    assert cluster.wait_idle("switch")
+    assert spout.record.get("calls") == ["open", "activate", "deactivate", "activate"]
+    assert sorted(v[0] for v in sink.values()) == list(range(20))
+
+
+def test_topology_info_reports_components_and_batch_figures(cluster: Any) -> None:
+    words = word_list(12)
+    spout = FixedTupleSpout([[w] for w in words], ["word"])
+    builder = TopologyBuilder()
+    builder.set_spout("words", spout)
+    builder.set_bolt("count", Relay(), 2).fields_grouping("words", Fields("word"))
+    cluster.submit_topology(
+        "figures", {**CONF, Config.TOPOLOGY_ACKER_EXECUTORS: 1}, builder.create_topology()
+    )
+    assert cluster.wait_idle("figures")
+    info = cluster.get_topology_info("figures")
+    spout_stats, bolt_stats = info.components["words"], info.components["count"]
+    assert (spout_stats.emitted, spout_stats.acked, spout_stats.failed) == (12, 12, 0)
+    assert (bolt_stats.executed, bolt_stats.acked, bolt_stats.emitted) == (12, 12, 12)
+    assert sum(s["executed"] for s in bolt_stats.task_stats.values()) == 12
+    assert info.extra["batches"] == 3  # 12 tuples, 5 per batch
+    assert info.extra["rows_total"] == 12
+    assert info.extra["last_batch_id"] == 2
+    assert info.extra["last_batch_ms"] > 0
