@@ -330,3 +330,24 @@ def test_topology_info_reports_components_and_batch_figures(cluster: Any) -> Non
     assert info.extra["rows_total"] == 12
     assert info.extra["last_batch_id"] == 2
     assert info.extra["last_batch_ms"] > 0
+
+
+def test_squall_run_runs_the_word_count_example_on_spark(spark: Any) -> None:
+    from click.testing import CliRunner
+
+    from squall.cli.main import main
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "word_count.py"
+    result = CliRunner().invoke(
+        main,
+        ["run", str(example), "--engine", "spark", "--seconds", "4", "--no-live"]
+        + ["--drain", "60", "--conf", "topology.spark.batch.interval.millis=50"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "on SparkCluster" in result.output
+    rows = {
+        line.split("│")[1].strip(): [cell.strip() for cell in line.split("│")[2:]]
+        for line in result.output.splitlines()
+        if line.startswith("│") and line.split("│")[1].strip() in ("sentences", "split", "count")
+    }
+    assert set(rows) == {"sentences", "split", "count"}, result.output

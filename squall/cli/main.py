@@ -148,7 +148,7 @@ def _cluster(engine: str, master: str | None) -> Any:
     type=click.Choice(["local", "spark"]),
     default="local",
     show_default=True,
-    help="local: LocalCluster (embedded). spark: SparkCluster (PySpark; Trident topologies).",
+    help="local: LocalCluster (embedded). spark: SparkCluster (PySpark micro-batches).",
 )
 @click.option(
     "--master",

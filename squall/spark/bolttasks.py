@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import logging
 import pickle
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,6 +27,7 @@ from pyspark.accumulators import AccumulatorParam
 from squall.local.tasks import BoltRunner
 from squall.model.config import Config, component_config
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import AckBuffer, OutputCollector, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
@@ -179,7 +179,7 @@ class LiveBolt:
         busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
         runner.inbox.extend(tuples)
-        runner.run_batch(len(runner.inbox), time.time() * 1000.0)
+        runner.run_batch(len(runner.inbox), SYSTEM_CLOCK.now_ms())
         settle = getattr(runner.component, "settle_batch", None)
         if callable(settle):
             settle()

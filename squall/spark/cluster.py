@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import statistics
 import tempfile
 import time
 import uuid
@@ -33,6 +34,8 @@ from squall.spark.taskstate import CoreSetup, write_setup
 
 BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
 DEFAULT_BATCH_INTERVAL_MS = 100
+#: How long killing a core topology waits for its spouts to be closed.
+CLOSE_WAIT_SECS = 5.0
 
 
 @dataclass
@@ -204,8 +207,10 @@ class SparkCluster(TopologyRegistry[_Running]):
         directory = os.path.join(self.checkpoint_dir, name, "core")
         os.makedirs(directory, exist_ok=True)
         pause_file = os.path.join(directory, "paused")
-        if os.path.exists(pause_file):
-            os.remove(pause_file)
+        close_file = os.path.join(directory, "closing")
+        for leftover in (pause_file, close_file):
+            if os.path.exists(leftover):
+                os.remove(leftover)
         checkpoint = os.path.join(directory, "checkpoint")
         setup_path = os.path.join(directory, "setup.pickle")
         write_setup(setup_path, CoreSetup(run_key, core, os.path.join(directory, "state")))
@@ -218,6 +223,9 @@ class SparkCluster(TopologyRegistry[_Running]):
             log_dir = os.path.join(source_dir, "spout-log")
             logs[spout_id] = SpoutLog(log_dir)
             stats_paths[spout_id] = os.path.join(source_dir, "stats.pickle")
+            closed = os.path.join(source_dir, "closed")
+            if os.path.exists(closed):
+                os.remove(closed)
             reader = (
                 self.spark.readStream.format(SOURCE_NAME)
                 .option("core_setup", setup_path)
@@ -226,6 +234,8 @@ class SparkCluster(TopologyRegistry[_Running]):
                 .option("log", log_dir)
                 .option("stats", stats_paths[spout_id])
                 .option("pause", pause_file)
+                .option("close", close_file)
+                .option("closed", closed)
             )
             if position == 0 and tick_secs is not None:  # idle batches bring ticks
                 reader = reader.option("ticks", str(tick_secs))
@@ -290,6 +300,8 @@ class SparkCluster(TopologyRegistry[_Running]):
         running = self._get(name)
         try:
             for item in running.queries:
+                if item.core is not None:
+                    self._close_spouts(item)
                 item.runner.stopping = True
                 item.query.stop()
         finally:
@@ -301,6 +313,21 @@ class SparkCluster(TopologyRegistry[_Running]):
             forget_bolt_tasks(running.run_key)
             with self._lock:
                 self._topologies.pop(name, None)
+
+    def _close_spouts(self, item: _Query) -> None:
+        """Have a core query's sources deactivate and close their spout tasks (at their
+        next trigger); wait up to ``CLOSE_WAIT_SECS`` for them."""
+        assert item.core is not None
+        open(os.path.join(item.directory, "closing"), "w").close()
+        markers = [
+            os.path.join(item.directory, spout_id.replace("/", "_"), "closed")
+            for spout_id in item.core.spouts
+        ]
+        deadline = time.monotonic() + CLOSE_WAIT_SECS
+        while item.query.isActive and time.monotonic() < deadline:
+            if all(os.path.exists(marker) for marker in markers):
+                return
+            time.sleep(0.01)
 
     def get_topology_info(self, name: str) -> TopologyInfo:
         """Micro-batch figures and errors (``extra``: of the first query, the spout's;
@@ -370,6 +397,7 @@ def _batch_figures(figures: Any) -> dict[str, Any]:
         "last_batch_id": figures.last_batch_id,
         "last_batch_rows": figures.last_rows,
         "last_batch_ms": figures.last_duration_ms,
+        "median_batch_ms": statistics.median(figures.recent_ms) if figures.recent_ms else 0.0,
         "rows_total": figures.rows_total,
         "retries": figures.retries,
         "errors": [error.error for error in figures.errors],

@@ -122,12 +122,7 @@ class CoreRunner:
             for index in ranges.get(component_id, range(0)):
                 write_outcome(log, index, failed)
                 rows += log.count(index)
-        figures = self.figures
-        figures.batches += 1
-        figures.last_batch_id = batch_id
-        figures.last_rows = rows
-        figures.rows_total += rows
-        figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+        self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
 
     def _record(self, exc: Exception) -> None:
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

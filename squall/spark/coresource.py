@@ -16,12 +16,13 @@ Spark asks for the latest offset, the source:
    every task taken after it) under the checkpoint directory.
 
 ``read`` returns a logged batch's packets, so a micro-batch replays identically after
-a crash, and a restarted source resumes its spout tasks from the last snapshot.
+a crash, and a restarted source resumes its spout tasks from the last snapshot. When
+the topology is killed, the cluster creates a close file; at the next trigger each
+source deactivates and closes its tasks and says so with a marker file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import os
 import pickle
@@ -190,7 +191,7 @@ class SpoutTasks:
             for root, task_id in self.roots.pop(self.applied, {}).items():
                 info = _FAIL_INFO if root in failed else _ACK_INFO
                 by_task.setdefault(task_id, []).append(Tuple([root], info, LEDGER_TASK))
-            now = time.time() * 1000.0
+            now = SYSTEM_CLOCK.now_ms()
             for task in self.tasks:
                 task.runner.inbox.extend(by_task.get(task.context.task_id, ()))
                 task.runner.run_batch(0, now)  # ack/fail calls only
@@ -242,7 +243,7 @@ class SpoutTasks:
         """Run ``next_tuple`` on each task for one batch; collect its packets, the new
         trees' spout tasks (``roots``) and init values. Returns the emit count."""
         emitted = 0
-        now = time.time() * 1000.0
+        now = SYSTEM_CLOCK.now_ms()
         for task in self.tasks:
             before = task.collector.emit_count
             task.runner.run_batch(task.limit, now)
@@ -265,7 +266,7 @@ class SpoutTasks:
         write_atomically(self.stats_path, pickle.dumps(summary))
 
     def close(self) -> None:
-        """Deactivate and close every task (the query stops)."""
+        """Deactivate and close every task (the topology is killed)."""
         self.set_active(False)
         for task in self.tasks:
             task.runner.stop()
@@ -307,6 +308,11 @@ class CoreSpoutReader(DataSourceStreamReader):
         read yet, else a new one (unless paused or the spout emitted nothing)."""
         tasks = self.tasks
         position = int(start["batch"])
+        if os.path.exists(self.options["close"]):  # the topology is being killed
+            if not os.path.exists(self.options["closed"]):
+                tasks.close()
+                write_atomically(self.options["closed"], b"")
+            return {"source": self.options["source"], "batch": position}
         if position < tasks.size:
             tasks.apply_outcomes()
             position += 1
@@ -334,7 +340,5 @@ class CoreSpoutReader(DataSourceStreamReader):
         self.log.forget_before(keep)
 
     def stop(self) -> None:
-        """The query stops: deactivate and close the spout tasks."""
-        if self._tasks is not None:
-            with contextlib.suppress(Exception):
-                self._tasks.close()
+        """Nothing: the spout tasks are closed when the cluster asks for it (a close
+        file, seen at the next trigger) before it stops the query."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections import defaultdict
+from collections import defaultdict, deque
 from functools import reduce
 from typing import Any
 
@@ -24,6 +24,8 @@ from squall.trident.state.memory_state import MemoryMapStateFactory
 logger = logging.getLogger("squall")
 
 RETRIES_KEY = "topology.spark.batch.retries"
+#: Batches whose durations ``get_topology_info`` summarizes (median).
+RECENT_BATCHES = 100
 DEFAULT_RETRIES = 3
 #: Source kinds whose batches are emitted on executors (while the frame is computed).
 EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
@@ -84,6 +86,17 @@ class BatchFigures:
         self.rows_total = 0
         self.retries = 0
         self.errors: list[ErrorInfo] = []
+        #: Durations of the most recent batches, milliseconds.
+        self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
+
+    def finished(self, batch_id: int, rows: int, duration_ms: float) -> None:
+        """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``."""
+        self.batches += 1
+        self.last_batch_id = batch_id
+        self.last_rows = rows
+        self.rows_total += rows
+        self.last_duration_ms = duration_ms
+        self.recent_ms.append(duration_ms)
 
 
 class BatchRunner:
@@ -163,12 +176,7 @@ class BatchRunner:
                 self.figures.retries += 1
                 logger.warning("batch %d failed (%s); running it again", batch_id, exc)
         rows = self._count(ranges)
-        figures = self.figures
-        figures.batches += 1
-        figures.last_batch_id = batch_id
-        figures.last_rows = rows
-        figures.rows_total += rows
-        figures.last_duration_ms = (time.perf_counter() - started) * 1000.0
+        self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
 
     def component_figures(self, component_id: str) -> Figures:
         """``[executed, emitted, transferred, seconds]`` of a stage so far."""
