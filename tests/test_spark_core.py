@@ -101,8 +101,8 @@ def test_a_component_that_cannot_be_pickled_is_rejected_naming_it(cluster: Any) 
 
 
 class PrepareRecorder(Bolt):
-    """Records ``(task id, process id)`` at each ``prepare`` and ``(task id, n)`` for
-    the n-th tuple of its task (its state)."""
+    """Records ``(task id, process id)`` at each ``prepare`` and ``(task id, n, process
+    id)`` for the n-th tuple of its task (its state)."""
 
     def __init__(self) -> None:
         self.record = SharedRecord()
@@ -115,12 +115,15 @@ class PrepareRecorder(Bolt):
 
     def execute(self, tup: Any) -> None:
         self.executed += 1
-        self.record.append("executed", (self.task_id, self.executed))
+        self.record.append("executed", (self.task_id, self.executed, os.getpid()))
         self.collector.ack(tup)
 
 
 def test_prepare_runs_once_per_task_life_and_state_carries_over_batches(cluster: Any) -> None:
-    items = [[n] for n in range(24)]
+    """10 micro-batches of 4 tuples over 2 tasks: each task is prepared once in each
+    Python worker that runs it (Spark keeps a few), not once per batch, and its count
+    carries over from batch to batch and from worker to worker."""
+    items = [[n] for n in range(40)]
     spout = FixedTupleSpout(items, ["n"])
     bolt = PrepareRecorder()
     builder = TopologyBuilder()
@@ -129,24 +132,22 @@ def test_prepare_runs_once_per_task_life_and_state_carries_over_batches(cluster:
     conf = {**CONF, "topology.spark.batch.max.tuples": 4}
     cluster.submit_topology("warm", conf, builder.create_topology())
     assert cluster.wait_idle("warm")
-    info = cluster.get_topology_info("warm")
-    batches = info.extra["batches"]
-    assert batches == 6  # 24 tuples, 4 per batch
+    assert cluster.get_topology_info("warm").extra["batches"] == 10
     prepared = bolt.record.get("prepared")
-    # Once per task and Python worker: never once per batch.
-    assert len(prepared) == len(set(prepared))
-    assert len(prepared) < batches
+    assert len(prepared) == len(set(prepared))  # once per task and worker process
+    assert len(prepared) < 2 * 10  # fewer than (task, batch) runs: warm workers reused
     executed = bolt.record.get("executed")
+    assert {(task, pid) for task, _, pid in executed} == set(prepared)
     by_task: dict[int, list[int]] = {}
-    for task, n in executed:
+    for task, n, _ in executed:
         by_task.setdefault(task, []).append(n)
     # Each task's count runs 1, 2, 3... across batches and workers (state restored from
-    # its snapshot when another worker runs it): 12 tuples each (shuffle).
+    # its snapshot when another worker runs it): 20 tuples each (shuffle).
     assert {task: sorted(ns) for task, ns in by_task.items()} == {
-        task: list(range(1, 13)) for task in by_task
+        task: list(range(1, 21)) for task in by_task
     }
     assert len(by_task) == 2
-    assert sorted(spout.acked) == list(range(24))
+    assert sorted(spout.acked) == list(range(40))
 
 
 def test_a_task_run_again_in_a_new_worker_starts_from_the_snapshot(
@@ -338,11 +339,9 @@ def test_squall_run_runs_the_word_count_example_on_spark(spark: Any) -> None:
     from squall.cli.main import main
 
     example = Path(__file__).resolve().parent.parent / "examples" / "word_count.py"
-    result = CliRunner().invoke(
-        main,
-        ["run", str(example), "--engine", "spark", "--seconds", "4", "--no-live"]
-        + ["--drain", "60", "--conf", "topology.spark.batch.interval.millis=50"],
-    )
+    arguments = ["run", str(example), "--engine", "spark", "--seconds", "4", "--no-live"]
+    arguments += ["--drain", "60", "--conf", "topology.spark.batch.interval.millis=50"]
+    result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0, result.output
     assert "on SparkCluster" in result.output
     rows = {

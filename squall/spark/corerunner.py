@@ -150,15 +150,27 @@ class CoreRunner:
         found = (SPOUTS if source in spouts else source for source, _, _ in stage.inputs)
         return list(dict.fromkeys(found))
 
-    def _aligned(self, stage: BoltStagePlan, ticked: bool) -> bool:
-        """Whether ``stage`` runs where its input is (no exchange): it reads only
-        local-or-shuffle streams of one bolt with no more tasks than itself, so
-        partition ``i`` of that bolt sends only to task ``i``."""
+    def _aligned(self, stage: BoltStagePlan, ticked: bool, ranges: dict[str, range]) -> bool:
+        """Whether ``stage`` runs where its input is (no exchange): partition ``i`` of
+        its input holds only packets for its task ``i``. So it is when it reads only
+
+        * one spout, the only one, with as many tasks as that spout's batch is read in
+          slices, and this micro-batch holds one batch of it (see ``source_slices``);
+        * or local-or-shuffle streams of one bolt with no more tasks than itself
+          (partition ``i`` of that bolt sends only to task ``i``).
+        """
         if ticked or not stage.inputs:
             return False
         sources = {source for source, _, _ in stage.inputs}
-        if len(sources) != 1 or next(iter(sources)) in self.core.spouts:
+        if len(sources) != 1:
             return False
+        source = next(iter(sources))
+        if source in self.core.spouts:
+            return (
+                len(self.core.spouts) == 1
+                and len(ranges.get(source, ())) == 1
+                and stage.tasks == max(s.tasks for s in self.core.readers(source))
+            )
         if any(kind is not GroupingKind.LOCAL_OR_SHUFFLE for _, _, kind in stage.inputs):
             return False
         producer = self.core.stage(next(iter(sources)))
@@ -169,6 +181,7 @@ class CoreRunner:
         from pyspark.sql.functions import col
 
         core = self.core
+        ranges = self.offsets.ranges(batch_id)
         self.reports.value = {}
         readers: dict[str, int] = {}
         for stage in core.stages:
@@ -188,7 +201,7 @@ class CoreRunner:
             if not parts:
                 continue
             inputs = reduce(DataFrame.unionAll, parts)
-            if not self._aligned(stage, rate is not None):
+            if not self._aligned(stage, rate is not None, ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
                 self.setup_path, stage.component_id, batch_id, attempt, self.reports

@@ -274,10 +274,20 @@ class SpoutTasks:
 
 
 class CoreBatchPartition(InputPartition):
-    """Logged batch ``index`` of a core spout."""
+    """Part ``part`` of ``parts`` of logged batch ``index`` of a core spout: the packets
+    for task index ``part`` of each bolt (see :func:`source_slices`)."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, part: int, parts: int) -> None:
         self.index = index
+        self.part = part
+        self.parts = parts
+
+
+def source_slices(setup: CoreSetup, spout_id: str) -> int:
+    """How many Spark partitions read a batch of ``spout_id``: the most tasks of a bolt
+    subscribing to it. Partition ``i`` holds the packets for task index ``i``, so a bolt
+    with that many tasks reading only this spout needs no exchange."""
+    return max([1, *(stage.tasks for stage in setup.core.readers(spout_id))])
 
 
 class CoreSpoutReader(DataSourceStreamReader):
@@ -324,14 +334,20 @@ class CoreSpoutReader(DataSourceStreamReader):
         return {"source": self.options["source"], "batch": position}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        return [CoreBatchPartition(i) for i in range(int(start["batch"]), int(end["batch"]))]
+        parts = source_slices(self.tasks.setup, self.options["source"])
+        return [
+            CoreBatchPartition(index, part, parts)
+            for index in range(int(start["batch"]), int(end["batch"]))
+            for part in range(parts)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Runs on an executor: the packets of a logged batch."""
+        """Runs on an executor: the packets of a logged batch for one task index."""
         import pyarrow as pa
 
-        index = partition.index  # type: ignore[attr-defined]
-        yield packets_to_arrow(self.log.data(index)["packets"], pa)
+        part, parts = partition.part, partition.parts  # type: ignore[attr-defined]
+        packets = self.log.data(partition.index)["packets"]  # type: ignore[attr-defined]
+        yield packets_to_arrow([p for p in packets if p[1] % parts == part], pa)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Batches before ``end`` are committed: drop their files (keeping the newest
