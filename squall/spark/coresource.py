@@ -167,7 +167,13 @@ class SpoutTasks:
         self.active: bool | None = None
         self.last_logged = time.monotonic()
         for task in self.tasks:
-            task.runner.start()  # open: a new life for each task
+            try:
+                task.runner.start()  # open: a new life for each task
+            except Exception as exc:
+                raise RuntimeError(
+                    f"spout {component_id!r} task {task.context.task_id}: open raised "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         if self.size:
             data = log.data(self.size - 1)
             for task, snapshot in zip(self.tasks, data["snapshots"], strict=True):
