@@ -85,8 +85,11 @@ class Run:
         }
 
     def failure(self) -> str:
-        """The topology's errors, one line each: the innermost exception of each."""
-        lines = []
+        """The topology's errors, one line each: the innermost exception of each (a
+        component's, or on Spark a failed micro-batch's)."""
+        lines = [
+            f"micro-batch: {error.splitlines()[0]}" for error in self.info().extra.get("errors", [])
+        ]
         for cid, errors in self.errors().items():
             for error in errors:
                 raised = [

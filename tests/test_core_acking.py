@@ -1,9 +1,26 @@
-"""Reliability through LocalCluster: XOR acking, failing, replay, max spout pending."""
+"""Reliability of core topologies, on LocalCluster and SparkCluster: XOR acking, failing,
+replay, anchoring, at-most-once, and (local engine only) max spout pending.
+
+A test that takes the ``engine`` fixture (see ``tests/conftest.py``) runs once per
+engine with the same assertions. On Spark, spouts run in the source's process and bolts
+in Spark's Python workers, so the tests observe through ``SharedRecord``s: spouts and
+bolts record what they did, and the test reads it. A spout's ``ack``/``fail`` run after
+the micro-batch that carried its tuple, and a tuple it emits again goes into a later
+batch; the ordering assertions below hold on both engines.
+
+Engine-specific by design:
+
+* a tree that is never completed: on Spark it is failed at the end of its micro-batch
+  (trees do not outlive their batch), on the local engine it times out (manual clock);
+* local-engine mechanics: the worker thread that calls ``ack``, max spout pending
+  (``next_tuple`` calls per ack), and the memory held per pending tree.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,17 +29,33 @@ from squall import (
     BasicBolt,
     Bolt,
     Config,
-    FailedException,
     LocalCluster,
+    ManualClock,
     Spout,
     TopologyBuilder,
 )
-from squall.testing import CapturingBolt, FeederSpout, SharedRecord
+from squall.model.topology import StormTopology
+from squall.runtime.metrics import TopologyInfo
+from squall.testing import FeederSpout, FixedTupleSpout, SharedRecord
+from tests.conftest import Engine, Run
 from tests.helpers import HoldingBolt, settle, wait_until
 
 
+def finish(
+    run: Run, condition: Callable[[], bool], timeout: float, errors: bool = False
+) -> TopologyInfo:
+    """Wait for ``condition``, then until the topology is idle (Spark: every batch the
+    spouts have is processed and its outcome applied), so counts are final; return the
+    topology's metrics. Unless ``errors``, check that no component reported one."""
+    run.wait_until(condition, timeout)
+    run.wait_idle()
+    if not errors:
+        assert run.errors() == {}, run.failure()
+    return run.info()
+
+
 class RecordingSpout(Spout):
-    """Emits ``count`` tuples per task, msg id ``"<task>-<i>"``, values ``[msg_id, i]``.
+    """Emits ``count`` tuples per task, msg id ``"<task>-<i>"``, values ``[msg_id, attempt]``.
 
     Records every call in ``record["events"]`` as ``(event, task, msg_id, thread)``; with
     ``replay`` a failed msg id is emitted again with an attempt number one higher.
@@ -30,10 +63,9 @@ class RecordingSpout(Spout):
 
     outputs = ["id", "attempt"]
 
-    def __init__(self, count: int, replay: bool = False, reliable: bool = True) -> None:
+    def __init__(self, count: int, replay: bool = False) -> None:
         self.count = count
         self.replay = replay
-        self.reliable = reliable
         self.record = SharedRecord()
 
     def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
@@ -56,7 +88,7 @@ class RecordingSpout(Spout):
         else:
             return
         self._log("emit", msg_id)
-        self.collector.emit([msg_id, attempt], msg_id=msg_id if self.reliable else None)
+        self.collector.emit([msg_id, attempt], msg_id=msg_id)
 
     def ack(self, msg_id: Any) -> None:
         self._log("ack", msg_id)
@@ -74,13 +106,30 @@ class RecordingSpout(Spout):
     def ids(self, kind: str) -> list[Any]:
         return [e[2] for e in self.events(kind)]
 
+    def outcomes(self) -> int:
+        """How many ack and fail calls were made."""
+        return len(self.events("ack")) + len(self.events("fail"))
+
+    def history(self) -> dict[Any, list[str]]:
+        """msg id -> its emit/ack/fail events, in order."""
+        result: dict[Any, list[str]] = {}
+        for event, _, msg_id, _ in self.record.get("events"):
+            if event != "open":
+                result.setdefault(msg_id, []).append(event)
+        return result
+
+
+def all_ids(tasks: list[int], count: int) -> list[str]:
+    """The msg ids a ``RecordingSpout(count)`` with ``tasks`` emits, sorted."""
+    return sorted(f"{task}-{i}" for task in tasks for i in range(count))
+
 
 class SplitBolt(Bolt):
     """Emits ``fanout`` children anchored to each input, then acks it."""
 
     outputs = ["id", "part"]
 
-    def __init__(self, fanout: int = 3) -> None:
+    def __init__(self, fanout: int) -> None:
         self.fanout = fanout
 
     def execute(self, tup: Any) -> None:
@@ -90,168 +139,163 @@ class SplitBolt(Bolt):
 
 
 class SinkBolt(Bolt):
-    """Records ``("sink", id)`` into a shared record, then acks it, or fails it when the
-    id's index (``"<task>-<index>"``) is in ``fail``."""
+    """Records ``(label, None, id, None)`` in ``record["events"]``, then acks the tuple,
+    or fails it when the id's index (``"<task>-<index>"``) is in ``fail``."""
 
-    def __init__(self, record: SharedRecord, fail: frozenset[int] = frozenset()) -> None:
+    def __init__(
+        self, record: SharedRecord, fail: frozenset[int] = frozenset(), label: str = "sink"
+    ) -> None:
         self.record = record
         self.fail_indexes = fail
+        self.label = label
 
     def execute(self, tup: Any) -> None:
-        self.record.append("events", ("sink", None, tup["id"], None))
+        self.record.append("events", (self.label, None, tup["id"], None))
         if int(tup["id"].split("-")[1]) in self.fail_indexes:
             self.collector.fail(tup)
         else:
             self.collector.ack(tup)
 
 
-def test_ack_runs_once_per_tree_on_the_emitting_task(cluster: LocalCluster) -> None:
-    spout = RecordingSpout(10)
+def tree_topology(
+    spout: RecordingSpout, fanout: int, fail: frozenset[int] = frozenset(), audit: bool = False
+) -> StormTopology:
+    """``src`` (2 tasks) -> ``split`` (2 tasks, ``fanout`` anchored children per input)
+    -> ``sink`` (3 tasks, fails the children of the ids whose index is in ``fail``); with
+    ``audit``, also ``src`` -> ``audit`` (2 tasks, all grouping: each spout tuple twice,
+    acked)."""
     builder = TopologyBuilder()
     builder.set_spout("src", spout, 2)
-    builder.set_bolt("split", SplitBolt(3), 2).shuffle_grouping("src")
-    builder.set_bolt("sink", SinkBolt(spout.record), 3).shuffle_grouping("split")
-    cluster.submit_topology("ack", {Config.TOPOLOGY_WORKERS: 2}, builder.create_topology())
+    builder.set_bolt("split", SplitBolt(fanout), 2).shuffle_grouping("src")
+    builder.set_bolt("sink", SinkBolt(spout.record, fail), 3).shuffle_grouping("split")
+    if audit:
+        builder.set_bolt("audit", SinkBolt(spout.record, label="audit"), 2).all_grouping("src")
+    return builder.create_topology()
+
+
+def test_each_tree_is_acked_once_on_its_emitting_task_after_all_its_leaves(
+    engine: Engine,
+) -> None:
+    spout = RecordingSpout(10)
+    with engine.running(tree_topology(spout, 3, audit=True)) as run:
+        info = finish(run, lambda: len(spout.events("ack")) == 20, engine.timeout)
+
+    src_tasks = info.components["src"].tasks
+    assert len(src_tasks) == 2
+    assert sorted(spout.ids("ack")) == all_ids(src_tasks, 10)
+    assert spout.events("fail") == []
+    emitted_by = {msg_id: task for _, task, msg_id, _ in spout.events("emit")}
+    assert len(emitted_by) == 20
+    for _, task, msg_id, _ in spout.events("ack"):
+        assert emitted_by[msg_id] == task
+    # A tree is acked only once all three leaves and both audit copies were processed.
+    for msg_id, history in spout.history().items():
+        assert (history[0], history[-1]) == ("emit", "ack"), msg_id
+        assert Counter(history[1:-1]) == {"sink": 3, "audit": 2}, msg_id
+    components = info.components
+    assert (components["src"].emitted, components["src"].transferred) == (20, 60)
+    assert (components["src"].acked, components["src"].failed) == (20, 0)
+    split = components["split"]
+    assert (split.executed, split.emitted, split.acked, split.failed) == (20, 60, 20, 0)
+    assert (components["sink"].executed, components["sink"].acked) == (60, 60)
+    assert (components["audit"].executed, components["audit"].acked) == (40, 40)
+
+
+def test_spout_ack_runs_on_the_worker_thread_that_opened_the_task(cluster: LocalCluster) -> None:
+    """Local engine: each spout task's ack calls run on its worker's thread."""
+    spout = RecordingSpout(10)
+    cluster.submit_topology("ack", {Config.TOPOLOGY_WORKERS: 2}, tree_topology(spout, 3))
     wait_until(lambda: len(spout.events("ack")) == 20)
     assert cluster.wait_idle("ack", 5.0)
 
-    running = cluster.get_running("ack")
-    src_tasks = running.plan.component_tasks["src"]
-    assert {running.plan.task_worker[t] for t in src_tasks} == {0, 1}
+    plan = cluster.get_running("ack").plan
+    src_tasks = plan.component_tasks["src"]
+    assert {plan.task_worker[t] for t in src_tasks} == {0, 1}
     open_thread = {task: thread for _, task, _, thread in spout.events("open")}
-    emitted_by = {msg_id: task for _, task, msg_id, _ in spout.events("emit")}
+    assert sorted(open_thread) == sorted(src_tasks)
     acks = spout.events("ack")
-    assert sorted(m for _, _, m, _ in acks) == sorted(
-        f"{t}-{i}" for t in src_tasks for i in range(10)
-    )
-    for _, task, msg_id, thread in acks:
-        assert emitted_by[msg_id] == task
-        assert thread == open_thread[task]
-        assert thread == f"squall-ack-worker-{running.plan.task_worker[task]}"
-    assert spout.events("fail") == []
-
-    # A tree is acked only once all three of its leaves were processed.
-    events = spout.record.get("events")
-    for msg_id in emitted_by:
-        sink_at = [i for i, e in enumerate(events) if e[0] == "sink" and e[2] == msg_id]
-        ack_at = [i for i, e in enumerate(events) if e[0] == "ack" and e[2] == msg_id]
-        assert len(sink_at) == 3
-        assert len(ack_at) == 1
-        assert ack_at[0] > max(sink_at)
-    info = cluster.get_topology_info("ack")
-    assert info.components["src"].acked == 20
-    assert info.components["split"].acked == 20
-    assert info.components["sink"].acked == 60
+    assert len(acks) == 20
+    for _, task, _, thread in acks:
+        assert thread == open_thread[task] == f"squall-ack-worker-{plan.task_worker[task]}"
 
 
-def test_collector_fail_of_a_leaf_fails_the_spout_tuple_once(cluster: LocalCluster) -> None:
+def test_collector_fail_of_a_leaf_fails_the_spout_tuple_once(engine: Engine) -> None:
     spout = RecordingSpout(8)
-    builder = TopologyBuilder()
-    builder.set_spout("src", spout, 2)
-    builder.set_bolt("split", SplitBolt(2), 2).shuffle_grouping("src")
-    sink = SinkBolt(spout.record, frozenset({1, 4, 6}))
-    builder.set_bolt("sink", sink, 2).shuffle_grouping("split")
-    cluster.submit_topology("fail", {}, builder.create_topology())
-    src_tasks = cluster.get_running("fail").plan.component_tasks["src"]
-    failing = {f"{t}-{i}" for t in src_tasks for i in (1, 4, 6)}
-    wait_until(lambda: len(spout.events("ack")) + len(spout.events("fail")) == 16)
-    assert cluster.wait_idle("fail", 5.0)
+    with engine.running(tree_topology(spout, 2, frozenset({1, 4, 6}))) as run:
+        info = finish(run, lambda: spout.outcomes() == 16, engine.timeout)
 
-    assert sorted(spout.ids("fail")) == sorted(failing)
-    assert sorted(spout.ids("ack")) == sorted(
-        f"{t}-{i}" for t in src_tasks for i in range(8) if f"{t}-{i}" not in failing
-    )
+    src_tasks = info.components["src"].tasks
+    failing = sorted(f"{t}-{i}" for t in src_tasks for i in (1, 4, 6))
+    assert sorted(spout.ids("fail")) == failing
+    assert sorted(spout.ids("ack")) == sorted(set(all_ids(src_tasks, 8)) - set(failing))
     emitted_by = {m: task for _, task, m, _ in spout.events("emit")}
     for _, task, msg_id, _ in spout.events("fail"):
         assert emitted_by[msg_id] == task
-    info = cluster.get_topology_info("fail")
-    assert info.components["src"].failed == 6
-    assert info.components["src"].acked == 10
-    assert info.components["sink"].failed == 12  # both leaves of each failing tree
-    assert info.components["sink"].acked == 20
+    for msg_id, history in spout.history().items():
+        outcome = "fail" if msg_id in failing else "ack"
+        assert Counter(history) == {"emit": 1, "sink": 2, outcome: 1}, msg_id
+        assert history[0] == "emit", msg_id
+        if outcome == "ack":  # a fail may overtake the tree's other tuples
+            assert history[-1] == "ack", msg_id
+        else:
+            assert history.index("fail") > history.index("sink"), msg_id
+    components = info.components
+    assert (components["src"].acked, components["src"].failed) == (10, 6)
+    assert (components["split"].acked, components["split"].failed) == (16, 0)
+    assert (components["sink"].acked, components["sink"].failed) == (20, 12)
 
 
-class BasicFailer(BasicBolt):
-    outputs = ["id"]
+class FailFirstAttempt(Bolt):
+    """Fails the first attempt of every id whose index is a multiple of three; acks the
+    rest. Records ``(id, attempt)`` of every tuple in ``record["work"]``."""
 
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
+    def __init__(self) -> None:
+        self.record = SharedRecord()
 
-    def execute(self, tup: Any, collector: Any) -> None:
-        collector.emit([tup["id"]])
-        if tup["id"].endswith(("-0", "-3")):
-            if self.mode == "failed":
-                raise FailedException("not this one")
-            raise KeyError("user bug")
-
-
-class BoltRaiser(Bolt):
     def execute(self, tup: Any) -> None:
-        if tup["id"].endswith(("-0", "-3")):
-            raise ZeroDivisionError("user bug")
-        self.collector.ack(tup)
+        self.record.append("work", (tup["id"], tup["attempt"]))
+        if tup["attempt"] == 0 and int(tup["id"].split("-")[1]) % 3 == 0:
+            self.collector.fail(tup)
+        else:
+            self.collector.ack(tup)
 
 
-@pytest.mark.parametrize(
-    ("bolt", "reported"),
-    [
-        (BasicFailer("failed"), 0),
-        (BasicFailer("exception"), 2),
-        (BoltRaiser(), 2),
-    ],
-    ids=["basic-failed-exception", "basic-user-exception", "bolt-user-exception"],
-)
-def test_exceptions_fail_the_spout_tuple_once(
-    cluster: LocalCluster, bolt: Any, reported: int
+def test_a_replaying_spout_sees_its_failed_tuples_processed_again_and_acked(
+    engine: Engine,
 ) -> None:
-    spout = RecordingSpout(5)
-    sink = CapturingBolt()
-    builder = TopologyBuilder()
-    builder.set_spout("src", spout)
-    builder.set_bolt("work", bolt, 2).shuffle_grouping("src")
-    if isinstance(bolt, BasicFailer):
-        builder.set_bolt("sink", sink).shuffle_grouping("work")
-    cluster.submit_topology("raise", {}, builder.create_topology())
-    wait_until(lambda: len(spout.events("ack")) + len(spout.events("fail")) == 5)
-    assert cluster.wait_idle("raise", 5.0)
-
-    (task,) = cluster.get_running("raise").plan.component_tasks["src"]
-    assert sorted(spout.ids("fail")) == [f"{task}-0", f"{task}-3"]
-    assert sorted(spout.ids("ack")) == [f"{task}-1", f"{task}-2", f"{task}-4"]
-    work = cluster.get_topology_info("raise").components["work"]
-    assert work.failed == 2
-    assert work.acked == 3
-    assert work.errors_total == reported
-
-
-def test_replaying_spout_ends_with_every_id_acked(cluster: LocalCluster) -> None:
-    class FailFirstAttempt(Bolt):
-        def execute(self, tup: Any) -> None:
-            if tup["attempt"] == 0 and int(tup["id"].split("-")[1]) % 3 == 0:
-                self.collector.fail(tup)
-            else:
-                self.collector.ack(tup)
-
     spout = RecordingSpout(12, replay=True)
+    work = FailFirstAttempt()
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
-    builder.set_bolt("work", FailFirstAttempt(), 2).shuffle_grouping("src")
-    cluster.submit_topology("replay", {}, builder.create_topology())
-    wait_until(lambda: len(spout.events("ack")) == 12)
-    assert cluster.wait_idle("replay", 5.0)
+    builder.set_bolt("work", work, 2).shuffle_grouping("src")
+    # On Spark, at most 5 emits a micro-batch, replays first: ids 0-4; replays of 0 and
+    # 3, ids 5-7; the replay of 6, ids 8-11; the replay of 9. The local engine ignores it.
+    conf = {"topology.spark.batch.max.tuples": 5}
+    with engine.running(builder.create_topology(), conf) as run:
+        info = finish(run, lambda: len(spout.events("ack")) == 12, engine.timeout)
+    if engine.is_spark:
+        assert info.extra["batches"] == 4
 
-    (task,) = cluster.get_running("replay").plan.component_tasks["src"]
-    all_ids = [f"{task}-{i}" for i in range(12)]
-    assert sorted(spout.ids("ack")) == sorted(all_ids)
-    assert sorted(spout.ids("fail")) == sorted(f"{task}-{i}" for i in (0, 3, 6, 9))
-    assert Counter(spout.ids("emit")) == {m: 2 if int(m[2:]) % 3 == 0 else 1 for m in all_ids}
-
-
-# --- multi-anchoring -----------------------------------------------------------------
+    (task,) = info.components["src"].tasks
+    replayed = {f"{task}-{i}" for i in (0, 3, 6, 9)}
+    expected = {
+        msg_id: ["emit", "fail", "emit", "ack"] if msg_id in replayed else ["emit", "ack"]
+        for msg_id in all_ids([task], 12)
+    }
+    assert spout.history() == expected
+    assert Counter(work.record.get("work")) == {
+        **{(m, 0): 1 for m in expected},
+        **{(m, 1): 1 for m in replayed},
+    }
+    components = info.components
+    assert (components["src"].emitted, components["src"].transferred) == (16, 16)
+    assert (components["src"].acked, components["src"].failed) == (12, 4)
+    assert (components["work"].executed, components["work"].acked) == (16, 12)
+    assert components["work"].failed == 4
 
 
 class JoinBolt(Bolt):
-    """Joins ``left`` and ``right`` tuples by key; the output is anchored to both."""
+    """Joins ``left`` and ``right`` stream tuples by key; the output is anchored to both."""
 
     outputs = ["key", "left", "right"]
 
@@ -265,124 +309,126 @@ class JoinBolt(Bolt):
         if other is None:
             self.waiting[key] = tup
             return
-        left, right = (tup, other) if tup.source_component == "left" else (other, tup)
+        left, right = (tup, other) if tup.source_stream == "left" else (other, tup)
         self.collector.emit([key, left["value"], right["value"]], anchors=[left, right])
         self.collector.ack(left)
         self.collector.ack(right)
 
 
-def join_topology(sink: HoldingBolt) -> tuple[Any, FeederSpout, FeederSpout, FeederSpout]:
-    left, right = FeederSpout(["key", "value"]), FeederSpout(["key", "value"])
-    control = FeederSpout(["command", "count"])
-    builder = TopologyBuilder()
-    builder.set_spout("left", left)
-    builder.set_spout("right", right)
-    builder.set_spout("control", control)
-    builder.set_bolt("join", JoinBolt(), 2).fields_grouping("left", ["key"]).fields_grouping(
-        "right", ["key"]
-    )
-    builder.set_bolt("sink", sink).shuffle_grouping("join").all_grouping("control")
-    return builder.create_topology(), left, right, control
+class FailKey(Bolt):
+    """Records each tuple's values; fails those with key ``key``, acks the others."""
 
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.record = SharedRecord()
 
-@pytest.mark.parametrize("command", ["ack", "fail"])
-def test_multi_anchored_tuple_completes_both_trees(cluster: LocalCluster, command: str) -> None:
-    sink = HoldingBolt()
-    topology, left, right, control = join_topology(sink)
-    cluster.submit_topology("join", {}, topology)
-    left.feed(["k1", "L1"], msg_id="l1")
-    left.feed(["k2", "L2"], msg_id="l2")
-    right.feed(["k1", "R1"], msg_id="r1")
-    right.feed(["k2", "R2"], msg_id="r2")
-    wait_until(lambda: len(sink.record.get("held")) == 2)
-    assert sorted(sink.record.get("held")) == [["k1", "L1", "R1"], ["k2", "L2", "R2"]]
-
-    # Both inputs of the join were acked, but the joined tuples are not: nothing completes.
-    settle(cluster, "join")
-    assert cluster.get_topology_info("join").components["join"].acked == 4
-    assert (left.acked, right.acked, left.failed, right.failed) == ([], [], [], [])
-
-    control.feed([command, 1])  # the oldest joined tuple only
-    wait_until(lambda: len(sink.record.get("done")) == 1)
-    first_left, first_right = (
-        ("l1", "r1") if sink.record.get("held")[0][0] == "k1" else ("l2", "r2")
-    )
-    outcome = (lambda s: s.acked) if command == "ack" else (lambda s: s.failed)
-    wait_until(lambda: outcome(left) == [first_left] and outcome(right) == [first_right])
-    settle(cluster, "join")
-    assert (left.acked + left.failed, right.acked + right.failed) == ([first_left], [first_right])
-
-    control.feed(["ack", 0])
-    wait_until(lambda: len(left.acked) + len(left.failed) == 2)
-    wait_until(lambda: len(right.acked) + len(right.failed) == 2)
-    assert cluster.wait_idle("join", 5.0)
-    second_left = ({"l1", "l2"} - {first_left}).pop()
-    second_right = ({"r1", "r2"} - {first_right}).pop()
-    if command == "ack":
-        assert (left.acked, left.failed) == ([first_left, second_left], [])
-        assert (right.acked, right.failed) == ([first_right, second_right], [])
-    else:
-        assert (left.acked, left.failed) == ([second_left], [first_left])
-        assert (right.acked, right.failed) == ([second_right], [first_right])
-
-
-@pytest.mark.parametrize("anchored", [True, False])
-def test_only_anchored_emits_extend_the_tree(cluster: LocalCluster, anchored: bool) -> None:
-    class Relay(Bolt):
-        outputs = ["id", "attempt"]
-
-        def execute(self, tup: Any) -> None:
-            self.collector.emit(list(tup.values), anchors=tup if anchored else None)
+    def execute(self, tup: Any) -> None:
+        self.record.append("seen", list(tup.values))
+        if tup["key"] == self.key:
+            self.collector.fail(tup)
+        else:
             self.collector.ack(tup)
 
-    spout = RecordingSpout(5)
-    sink = HoldingBolt()
-    control = FeederSpout(["command", "count"])
+
+def test_a_multi_anchored_tuple_belongs_to_the_tree_of_each_anchor(engine: Engine) -> None:
+    # Msg ids are the indexes: left k1, k2 are 0, 1; right k1, k2 are 2, 3. The join
+    # acks both inputs, so each tree's outcome is that of the joined tuple alone.
+    spout = FixedTupleSpout(
+        {"left": [["k1", "L1"], ["k2", "L2"]], "right": [["k1", "R1"], ["k2", "R2"]]},
+        ["key", "value"],
+    )
+    sink = FailKey("k1")
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
-    builder.set_spout("control", control)
-    builder.set_bolt("relay", Relay()).shuffle_grouping("src")
-    builder.set_bolt("sink", sink).shuffle_grouping("relay").all_grouping("control")
-    cluster.submit_topology("anchor", {}, builder.create_topology())
-    wait_until(lambda: len(sink.record.get("held")) == 5)
+    join = builder.set_bolt("join", JoinBolt(), 2)
+    join.fields_grouping("src", ["key"], "left").fields_grouping("src", ["key"], "right")
+    builder.set_bolt("sink", sink).shuffle_grouping("join")
+    with engine.running(builder.create_topology()) as run:
+        info = finish(run, lambda: len(spout.acked) + len(spout.failed) == 4, engine.timeout)
 
-    if anchored:
-        settle(cluster, "anchor")
-        assert spout.events("ack") == []
-        control.feed(["ack", 0])
-    wait_until(lambda: len(spout.events("ack")) == 5)
-    assert cluster.wait_idle("anchor", 5.0)
-    assert spout.events("fail") == []
-    assert sorted(spout.ids("ack")) == sorted(spout.ids("emit"))
+    assert sorted(sink.record.get("seen")) == [["k1", "L1", "R1"], ["k2", "L2", "R2"]]
+    assert sorted(spout.failed) == [0, 2]
+    assert sorted(spout.acked) == [1, 3]
+    assert (info.components["join"].acked, info.components["join"].failed) == (4, 0)
+    assert (info.components["sink"].acked, info.components["sink"].failed) == (1, 1)
 
 
-# --- acking off ----------------------------------------------------------------------
+class Relay(Bolt):
+    """Emits each input's values again, then acks it. The emit is anchored to the input
+    only if the input comes from component ``anchor_from``."""
+
+    outputs = ["id", "attempt"]
+
+    def __init__(self, anchor_from: str) -> None:
+        self.anchor_from = anchor_from
+
+    def execute(self, tup: Any) -> None:
+        anchored = tup.source_component == self.anchor_from
+        self.collector.emit(list(tup.values), anchors=tup if anchored else None)
+        self.collector.ack(tup)
 
 
-def test_at_most_once_acks_right_after_emit_and_never_fails(cluster: LocalCluster) -> None:
-    class MixedSpout(RecordingSpout):
-        def next_tuple(self) -> None:
-            if self.next >= self.count:
-                return
-            i = self.next
-            self.next += 1
-            msg_id = f"m{i}"
-            self._log("emit", msg_id)
-            self.collector.emit([msg_id, 0], msg_id=msg_id if i < 5 else None)
+class FailAll(Bolt):
+    """Records each input's values in ``record["seen"]`` and fails the input."""
 
-    class FailAll(Bolt):
-        def execute(self, tup: Any) -> None:
-            self.collector.fail(tup)
+    def __init__(self) -> None:
+        self.record = SharedRecord()
 
+    def execute(self, tup: Any) -> None:
+        self.record.append("seen", list(tup.values))
+        self.collector.fail(tup)
+
+
+def test_only_anchored_emits_extend_the_tree(engine: Engine) -> None:
+    """The sink fails every relayed tuple: that fails the spout tuples of ``tracked``,
+    which the relay anchors its emits to, but not those of ``loose``, which it does not
+    (their trees complete when the relay acks)."""
+    tracked, loose = RecordingSpout(5), RecordingSpout(5)
+    builder = TopologyBuilder()
+    builder.set_spout("tracked", tracked)
+    builder.set_spout("loose", loose)
+    relay = builder.set_bolt("relay", Relay(anchor_from="tracked"))
+    relay.shuffle_grouping("tracked").shuffle_grouping("loose")
+    builder.set_bolt("sink", FailAll()).shuffle_grouping("relay")
+    with engine.running(builder.create_topology()) as run:
+        info = finish(
+            run,
+            lambda: len(tracked.events("fail")) == 5 and len(loose.events("ack")) == 5,
+            engine.timeout,
+        )
+
+    (tracked_task,) = info.components["tracked"].tasks
+    (loose_task,) = info.components["loose"].tasks
+    assert tracked.history() == {m: ["emit", "fail"] for m in all_ids([tracked_task], 5)}
+    assert loose.history() == {m: ["emit", "ack"] for m in all_ids([loose_task], 5)}
+    components = info.components
+    assert (components["tracked"].acked, components["tracked"].failed) == (0, 5)
+    assert (components["loose"].acked, components["loose"].failed) == (5, 0)
+    assert (components["relay"].executed, components["relay"].acked) == (10, 10)
+    assert (components["sink"].executed, components["sink"].failed) == (10, 10)
+
+
+class MixedSpout(RecordingSpout):
+    """Emits ``m0``..``m<count-1>``, the first five with their msg id, the rest without."""
+
+    def next_tuple(self) -> None:
+        if self.next >= self.count:
+            return
+        i = self.next
+        self.next += 1
+        msg_id = f"m{i}"
+        self._log("emit", msg_id)
+        self.collector.emit([msg_id, 0], msg_id=msg_id if i < 5 else None)
+
+
+def test_at_most_once_acks_right_after_emit_and_never_fails(engine: Engine) -> None:
     spout = MixedSpout(10)
-    sink = CapturingBolt()
+    fail_all = FailAll()
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
-    builder.set_bolt("fail_all", FailAll(), 2).shuffle_grouping("src")
-    builder.set_bolt("sink", sink).shuffle_grouping("src")
-    cluster.submit_topology("amo", {Config.TOPOLOGY_ACKER_EXECUTORS: 0}, builder.create_topology())
-    wait_until(lambda: len(sink.received) == 10)
-    assert cluster.wait_idle("amo", 5.0)
+    builder.set_bolt("fail_all", fail_all, 2).shuffle_grouping("src")
+    with engine.running(builder.create_topology(), Config().set_num_ackers(0)) as run:
+        info = finish(run, lambda: len(fail_all.record.get("seen")) == 10, engine.timeout)
 
     sequence = [(e[0], e[2]) for e in spout.record.get("events") if e[0] != "open"]
     expected = []
@@ -391,14 +437,114 @@ def test_at_most_once_acks_right_after_emit_and_never_fails(cluster: LocalCluste
         if i < 5:
             expected.append(("ack", f"m{i}"))
     assert sequence == expected
-    info = cluster.get_topology_info("amo")
-    assert "__acker" not in info.components
-    assert info.components["src"].acked == 5
-    assert info.components["src"].failed == 0
-    assert info.components["fail_all"].failed == 10
+    # Each tuple was processed once; failing it neither failed nor replayed anything.
+    assert sorted(fail_all.record.get("seen")) == sorted([f"m{i}", 0] for i in range(10))
+    components = info.components
+    assert (components["src"].acked, components["src"].failed) == (5, 0)
+    assert (components["fail_all"].executed, components["fail_all"].failed) == (10, 10)
 
 
-# --- max spout pending ---------------------------------------------------------------
+class FanOut(BasicBolt):
+    """Emits ``[n, part]`` for each of ``width`` parts of its input (anchored: a basic
+    bolt anchors every emit to its input and acks the input when ``execute`` returns)."""
+
+    outputs = ["n", "part"]
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        for part in range(self.width):
+            collector.emit([tup[0], part])
+
+
+class FailOne(Bolt):
+    """Fails the tuple ``[4, 1]``, acks the others."""
+
+    def execute(self, tup: Any) -> None:
+        if list(tup.values) == [4, 1]:
+            self.collector.fail(tup)
+        else:
+            self.collector.ack(tup)
+
+
+def test_a_basic_bolt_anchors_its_emits_and_acks_its_input(engine: Engine) -> None:
+    spout = FixedTupleSpout([[n] for n in range(6)], ["n"])
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    builder.set_bolt("fan", FanOut(2), 2).shuffle_grouping("src")
+    builder.set_bolt("sink", FailOne(), 2).shuffle_grouping("fan")
+    with engine.running(builder.create_topology()) as run:
+        info = finish(run, lambda: len(spout.acked) + len(spout.failed) == 6, engine.timeout)
+
+    assert sorted(spout.acked) == [0, 1, 2, 3, 5]
+    assert spout.failed == [4]
+    fan, sink = info.components["fan"], info.components["sink"]
+    assert (fan.executed, fan.emitted, fan.acked, fan.failed) == (6, 12, 6, 0)
+    assert (sink.executed, sink.acked, sink.failed) == (12, 11, 1)
+
+
+# --- trees that never complete: engine-specific ----------------------------------------
+
+
+class NeverAcks(Bolt):
+    """Records each input and neither acks nor fails it."""
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def execute(self, tup: Any) -> None:
+        self.record.append("held", tup[0])
+
+
+def never_acked_topology() -> tuple[StormTopology, FixedTupleSpout, NeverAcks]:
+    spout = FixedTupleSpout([["a"], ["b"], ["c"]], ["letter"])
+    stuck = NeverAcks()
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    builder.set_bolt("stuck", stuck).shuffle_grouping("src")
+    return builder.create_topology(), spout, stuck
+
+
+@pytest.mark.parametrize("engine", ["spark"], indirect=True)
+def test_on_spark_a_tree_not_complete_fails_at_the_end_of_its_micro_batch(
+    engine: Engine,
+) -> None:
+    """Spark: trees do not outlive their micro-batch. No message timeout is involved
+    (it is 30 s by default): the trees fail as soon as their batch ends."""
+    topology, spout, stuck = never_acked_topology()
+    with engine.running(topology) as run:
+        info = finish(run, lambda: len(spout.failed) == 3, engine.timeout)
+
+    assert info.extra["batches"] == 1
+    assert sorted(stuck.record.get("held")) == ["a", "b", "c"]
+    assert sorted(spout.failed) == [0, 1, 2]
+    assert spout.acked == []
+    src = info.components["src"]
+    assert (src.acked, src.failed, src.timed_out) == (0, 3, 0)
+    assert (info.components["stuck"].acked, info.components["stuck"].failed) == (0, 0)
+
+
+def test_on_local_a_tree_not_complete_times_out(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    """Local engine: an incomplete tree stays pending until the message timeout."""
+    topology, spout, stuck = never_acked_topology()
+    manual_cluster.submit_topology("stuck", Config().set_message_timeout_secs(5), topology)
+    wait_until(lambda: len(stuck.record.get("held")) == 3)
+    settle(manual_cluster, "stuck")
+    assert (spout.acked, spout.failed) == ([], [])
+
+    clock.advance_secs(5)
+    wait_until(lambda: len(spout.failed) == 3)
+    settle(manual_cluster, "stuck")
+    assert sorted(spout.failed) == [0, 1, 2]
+    assert spout.acked == []
+    src = manual_cluster.get_topology_info("stuck").components["src"]
+    assert (src.acked, src.failed, src.timed_out) == (0, 3, 3)
+
+
+# --- max spout pending and tracking memory: local-engine mechanics ----------------------
 
 
 class EndlessSpout(Spout):
@@ -489,19 +635,6 @@ def test_max_spout_pending_is_per_spout_task(cluster: LocalCluster) -> None:
     assert Counter(spout.record.get("task_calls")) == dict.fromkeys(src_tasks, 3)
     assert cluster.get_topology_info("per-task").extra["pending"] == 6
     cluster.kill_topology("per-task", wait_secs=0)
-
-
-class FanOut(BasicBolt):
-    """Emits ``width`` anchored children per input."""
-
-    outputs = ["child"]
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-
-    def execute(self, tup: Any, collector: Any) -> None:
-        for index in range(self.width):
-            collector.emit([index])
 
 
 def test_tracking_memory_is_per_pending_tree_not_per_tuple(cluster: LocalCluster) -> None:

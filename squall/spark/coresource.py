@@ -165,6 +165,8 @@ class SpoutTasks:
         #: Batches whose outcome was applied: all before ``applied``.
         self.applied = 0
         self.active: bool | None = None
+        #: Errors counted in the metrics last written (new ones are written at once).
+        self.errors_written = 0
         self.last_logged = time.monotonic()
         for task in self.tasks:
             try:
@@ -226,7 +228,8 @@ class SpoutTasks:
         if not paused:
             with collection_paused():
                 emitted = self._poll(packets, roots, inits)
-        changed = changed or emitted > 0
+        errors = sum(task.stats.errors_total for task in self.tasks)
+        changed = changed or emitted > 0 or errors != self.errors_written
         due = tick_secs is not None and time.monotonic() - self.last_logged >= tick_secs
         logged = bool(packets or roots or due)
         if logged:
@@ -266,9 +269,9 @@ class SpoutTasks:
 
     def write_stats(self) -> None:
         """Write the spout's metrics for the driver."""
-        summary = summarize(
-            self.component_id, "spout", [task.stats for task in self.tasks], time.monotonic()
-        )
+        stats = [task.stats for task in self.tasks]
+        self.errors_written = sum(task.errors_total for task in stats)
+        summary = summarize(self.component_id, "spout", stats, time.monotonic())
         write_atomically(self.stats_path, pickle.dumps(summary))
 
     def close(self) -> None:
