@@ -350,3 +350,52 @@ def test_squall_run_runs_the_word_count_example_on_spark(spark: Any) -> None:
         if line.startswith("│") and line.split("│")[1].strip() in ("sentences", "split", "count")
     }
     assert set(rows) == {"sentences", "split", "count"}, result.output
+
+
+class UnreachableSource(Spout):
+    outputs = ["n"]
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        raise ConnectionError("queue host unreachable")
+
+    def next_tuple(self) -> None:
+        """Never called."""
+
+
+class NoDatabase(BasicBolt):
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        raise ConnectionError("database unreachable")
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        """Never called."""
+
+
+def test_open_or_prepare_that_raises_fails_the_topology_naming_the_component(
+    cluster: Any,
+) -> None:
+    """On Spark, spouts open in the source's process and bolts prepare in the Python
+    workers, after submit: the topology fails, and its errors name the component."""
+    builder = TopologyBuilder()
+    builder.set_spout("queue", UnreachableSource())
+    builder.set_bolt("sink", CapturingBolt()).shuffle_grouping("queue")
+    cluster.submit_topology("no-queue", CONF, builder.create_topology())
+    assert not cluster.wait_idle("no-queue")
+    info = cluster.get_topology_info("no-queue")
+    assert info.status == "FAILED"
+    assert (
+        "spout 'queue' task 2: open raised ConnectionError: queue host unreachable"
+        in (info.extra["errors"][-1])
+    )
+
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
+    builder.set_bolt("store", NoDatabase()).shuffle_grouping("numbers")
+    conf = {**CONF, "topology.spark.batch.retries": 0}
+    cluster.submit_topology("no-database", conf, builder.create_topology())
+    assert not cluster.wait_idle("no-database")
+    info = cluster.get_topology_info("no-database")
+    assert info.status == "FAILED"
+    assert (
+        "bolt 'store' task 3: prepare raised ConnectionError: database unreachable"
+        in (info.extra["errors"][-1])
+    )
