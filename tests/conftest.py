@@ -133,8 +133,8 @@ class Run:
         every batch the spouts have now is processed and its trees acked or failed
         (Spark); fail if the topology failed or did not settle."""
         if self.spark:
-            if not self.cluster.wait_idle(self.name):
-                raise AssertionError(f"the topology failed:\n{self.failure()}")
+            if not self.cluster.wait_idle(self.name, max(timeout, 120.0)):
+                raise AssertionError(f"the topology failed or did not settle:\n{self.failure()}")
         elif not self.cluster.wait_idle(self.name, timeout):
             raise AssertionError(f"not idle within {timeout} s; errors:\n{self.failure()}")
 

@@ -1,4 +1,7 @@
-"""Tick tuples on LocalCluster, driven by a manual clock."""
+"""Tick tuples on LocalCluster, driven by a manual clock: exact tick counts and times.
+
+That tick tuples reach the bolts configured for them, on both engines, is tested in
+``tests/test_core_windowing.py`` (with :class:`TickRecorder`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
-"""Windowed bolts end to end on LocalCluster with a manual clock: the eight window
-configurations, event time with watermarks (Storm's worked example included), late
-tuples, bad timestamps, and reliability (anchoring, acking on expiry, failures)."""
+"""Windowed bolts end to end on LocalCluster with a manual clock: what depends on exactly
+when tuples and ticks come. The window configurations step by step, watermarks over
+several streams, bad timestamps, and reliability (anchoring, acking on expiry,
+failures).
+
+What holds whenever ticks come (count windows, event-time windows for given timestamps,
+late tuples, acks of window tuples) is tested on both engines in
+``tests/test_core_windowing.py``, with the components defined here."""
 
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ from typing import Any
 import pytest
 
 from squall import (
-    Bolt,
     Config,
     Count,
     Duration,
@@ -25,6 +29,7 @@ from squall.testing import CapturingBolt, FeederSpout, SharedRecord
 from tests.helpers import settle, wait_until
 
 T0 = 1_000_000  # the clock fixture's start
+WATERMARK_INTERVAL = Duration.seconds(1)  # event_bolt's default
 NAME = "windows"
 
 
@@ -61,29 +66,6 @@ class WindowLog(WindowedBolt):
 
     def windows(self) -> list[Any]:
         return self.record.get("windows")
-
-
-class FieldsRecorder(Bolt):
-    """Records ``(stream, fields, values)`` of every tuple; fails the first ``fail_first``."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.fail_first = fail_first
-        self.record = SharedRecord()
-
-    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
-        self.collector = collector
-        self.seen = 0
-
-    def execute(self, tup: Any) -> None:
-        self.record.append("tuples", (tup.source_stream, tup.fields.to_list(), list(tup.values)))
-        self.seen += 1
-        if self.seen <= self.fail_first:
-            self.collector.fail(tup)
-        else:
-            self.collector.ack(tup)
-
-    def tuples(self) -> list[Any]:
-        return self.record.get("tuples")
 
 
 class Run:
@@ -159,40 +141,8 @@ class Run:
         return sorted(self.spouts[spout].failed)
 
 
-# --- processing time: the eight configurations -------------------------------------------
-
-
-def test_count_length_count_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
-    run = Run(manual_cluster, clock, WindowLog().with_window(Count(3), Count(2)))
-    fired = []
-    for v in "abcdef":
-        run.feed(v)
-        fired.append(len(run.windows()))
-    assert fired == [0, 1, 1, 2, 2, 3]
-    assert run.windows() == [
-        (["a", "b"], ["a", "b"], [], None, None),
-        (["b", "c", "d"], ["c", "d"], ["a"], None, None),
-        (["d", "e", "f"], ["e", "f"], ["b", "c"], None, None),
-    ]
-    assert run.acked() == ["a", "b", "c"]
-    assert run.failed() == []
-    assert run.out.values() == [[["a", "b"]], [["b", "c", "d"]], [["d", "e", "f"]]]
-    custom = run.info().custom
-    assert custom["windows_fired"] == 3
-    assert custom["window_tuples_held"] == 3
-    assert custom["late_tuples"] == 0
-
-
-def test_count_length_slides_every_tuple(manual_cluster: LocalCluster, clock: ManualClock) -> None:
-    run = Run(manual_cluster, clock, WindowLog().with_window(Count(2)))
-    for v in "abc":
-        run.feed(v)
-    assert run.windows() == [
-        (["a"], ["a"], [], None, None),
-        (["a", "b"], ["b"], [], None, None),
-        (["b", "c"], ["c"], ["a"], None, None),
-    ]
-    assert run.acked() == ["a"]
+# --- processing time: the configurations, step by step ----------------------------------
+# (the exact contents of count windows, on both engines: tests/test_core_windowing.py)
 
 
 def test_count_length_duration_sliding(manual_cluster: LocalCluster, clock: ManualClock) -> None:
@@ -266,6 +216,7 @@ def test_duration_length_count_sliding(manual_cluster: LocalCluster, clock: Manu
 
 
 def test_tumbling_count(manual_cluster: LocalCluster, clock: ManualClock) -> None:
+    """Each window fires at its last tuple; its tuples are acked as the next fires."""
     run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Count(2)))
     run.feed("a")
     run.feed("b")
@@ -297,6 +248,16 @@ def test_tumbling_duration(manual_cluster: LocalCluster, clock: ManualClock) -> 
     assert len(run.windows()) == 2
     assert run.acked() == ["a", "b", "c"]
     assert run.info().custom["windows_fired"] == 2
+
+
+def test_a_late_tick_does_not_drop_tuples_from_a_tumbling_duration_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Duration(100)))
+    run.advance(10, ticks=0)
+    run.feed("a")  # at T0 + 10
+    run.advance(140)  # the tick due at T0 + 100 comes at T0 + 150: window (T0 + 50, T0 + 150]
+    assert [window[0] for window in run.windows()] == [["a"]]
 
 
 def test_ticks_follow_the_sliding_interval_only_when_it_is_a_duration(
@@ -425,81 +386,24 @@ def hms(hours: int, minutes: int, seconds: int) -> int:
     return ((hours * 60 + minutes) * 60 + seconds) * 1000
 
 
-def event_bolt(length: Any, sliding: Any, lag: int = 0, **kwargs: Any) -> WindowLog:
+def event_bolt(
+    length: Any,
+    sliding: Any,
+    lag: int = 0,
+    watermark: Duration = WATERMARK_INTERVAL,
+    **kwargs: Any,
+) -> WindowLog:
+    """A :class:`WindowLog` on event time (field ``ts``), watermarks every ``watermark``."""
     bolt = (
         WindowLog(**kwargs)
         .with_window(length, sliding)
         .with_timestamp_field("ts")
-        .with_watermark_interval(Duration.seconds(1))
+        .with_watermark_interval(watermark)
     )
     return bolt.with_lag(Duration(lag)) if lag else bolt
 
 
 EVENT = {"src": ["ts", "v"]}
-
-
-def test_storm_worked_example(manual_cluster: LocalCluster, clock: ManualClock) -> None:
-    bolt = event_bolt(Duration.seconds(20), Duration.seconds(10), lag=5_000)
-    run = Run(manual_cluster, clock, bolt, spouts=EVENT)
-    for i, ts in enumerate(
-        (hms(6, 0, 3), hms(6, 0, 5), hms(6, 0, 7), hms(6, 0, 18), hms(6, 0, 26), hms(6, 0, 36)),
-        start=1,
-    ):
-        run.feed(ts, f"e{i}")
-    assert run.windows() == []
-    run.advance(1000)  # watermark 6:00:31
-    assert run.windows() == [
-        (["e1", "e2", "e3"], ["e1", "e2", "e3"], [], hms(5, 59, 50), hms(6, 0, 10)),
-        (["e1", "e2", "e3", "e4"], ["e4"], [], hms(6, 0, 0), hms(6, 0, 20)),
-        (["e4", "e5"], ["e5"], ["e1", "e2", "e3"], hms(6, 0, 10), hms(6, 0, 30)),
-    ]
-    assert run.acked() == ["e1", "e2", "e3"]
-    for i, ts in enumerate((hms(8, 0, 25), hms(8, 0, 26), hms(8, 0, 27), hms(8, 0, 39)), start=7):
-        run.feed(ts, f"e{i}")
-    run.advance(1000)  # watermark 8:00:34
-    assert run.windows()[3:] == [
-        (["e5", "e6"], ["e6"], ["e4"], hms(6, 0, 20), hms(6, 0, 40)),
-        (["e6"], [], ["e5"], hms(6, 0, 30), hms(6, 0, 50)),
-        (["e7", "e8", "e9"], ["e7", "e8", "e9"], [], hms(8, 0, 10), hms(8, 0, 30)),
-    ]
-    assert run.acked() == ["e1", "e2", "e3", "e4", "e5", "e6"]
-    assert run.out.values() == [[w[0]] for w in run.windows()]
-    custom = run.info().custom
-    assert custom["windows_fired"] == 6
-    assert custom["window_tuples_held"] == 4
-    assert custom["late_tuples"] == 0
-    run.advance(1000)  # no new tuple: the watermark stays
-    assert len(run.windows()) == 6
-
-
-def test_event_time_tuple_exactly_at_a_window_end_belongs_to_it(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(10_000)), spouts=EVENT)
-    for ts, v in ((10_000, "at-10s"), (20_000, "at-20s"), (20_001, "after-20s"), (30_500, "z")):
-        run.feed(ts, v)
-    run.advance(1000)
-    assert run.windows() == [
-        (["at-10s"], ["at-10s"], [], 0, 10_000),
-        (["at-20s"], ["at-20s"], ["at-10s"], 10_000, 20_000),
-        (["after-20s"], ["after-20s"], ["at-20s"], 20_000, 30_000),
-    ]
-
-
-def test_event_time_gaps_produce_no_windows(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(5_000)), spouts=EVENT)
-    for ts, v in ((3_000, "a"), (501_000, "b"), (520_000, "c")):
-        run.feed(ts, v)
-    run.advance(1000)  # watermark 520 s
-    assert [(w[0], w[3], w[4]) for w in run.windows()] == [
-        (["a"], -5_000, 5_000),
-        (["a"], 0, 10_000),
-        (["b"], 495_000, 505_000),
-        (["b"], 500_000, 510_000),
-        (["c"], 510_000, 520_000),
-    ]
 
 
 def two_stream_run(cluster: LocalCluster, clock: ManualClock) -> Run:
@@ -551,76 +455,6 @@ def test_event_time_an_idle_stream_holds_the_watermark_back(
     assert [w[0] for w in run.windows()] == [["a5"], ["b11", "a15"], ["a25"], ["b40"]]
     assert run.acked("a") == ["a15", "a25", "a5"]
     assert run.acked("b") == ["b11"]
-
-
-def test_event_time_lag_admits_out_of_order_tuples(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    run = Run(
-        manual_cluster,
-        clock,
-        event_bolt(Duration(10_000), Duration(10_000), lag=3_000),
-        spouts=EVENT,
-    )
-    run.feed(9_000, "x")
-    run.feed(12_000, "y")
-    run.advance(1000)  # watermark 9 s: the window ending at 10 s waits
-    assert run.windows() == []
-    run.feed(9_500, "out-of-order")
-    run.feed(13_000, "z")
-    run.advance(1000)  # watermark 10 s
-    assert run.windows() == [(["x", "out-of-order"], ["x", "out-of-order"], [], 0, 10_000)]
-    assert run.info().custom["late_tuples"] == 0
-
-
-def test_late_tuples_are_dropped_acked_and_counted(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    run = Run(manual_cluster, clock, event_bolt(Duration(10_000), Duration(10_000)), spouts=EVENT)
-    run.feed(5_000, "a")
-    run.feed(15_000, "b")
-    run.advance(1000)  # watermark 15 s
-    assert [w[0] for w in run.windows()] == [["a"]]
-    run.feed(14_999, "late")
-    assert run.acked() == ["late"]
-    assert run.info().custom["late_tuples"] == 1
-    run.feed(15_000, "on-time")  # exactly the watermark: not late
-    run.feed(16_000, "c")
-    run.feed(25_000, "d")
-    run.advance(1000)  # watermark 25 s
-    assert [w[0] for w in run.windows()] == [["a"], ["b", "on-time", "c"]]
-    assert run.info().custom["late_tuples"] == 1
-    assert run.acked() == ["a", "late"]
-    assert run.failed() == []
-
-
-def test_late_tuples_go_to_the_late_tuple_stream(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    late_sink = FieldsRecorder(fail_first=1)
-    run = Run(
-        manual_cluster,
-        clock,
-        event_bolt(Duration(10_000), Duration(10_000)).with_late_tuple_stream("late"),
-        spouts=EVENT,
-        extra=lambda b: b.set_bolt("late-sink", late_sink).shuffle_grouping("win", "late"),
-    )
-    run.feed(5_000, "a")
-    run.feed(15_000, "b")
-    run.advance(1000)  # watermark 15 s
-    run.feed(9_000, "late-1")
-    run.feed(14_000, "late-2")
-    wait_until(lambda: len(late_sink.tuples()) == 2)
-    assert late_sink.tuples() == [
-        ("late", ["late_tuple"], [[9_000, "late-1"]]),
-        ("late", ["late_tuple"], [[14_000, "late-2"]]),
-    ]
-    # the late-stream emit is anchored to the late tuple: the sink failed the first
-    assert run.failed() == ["late-1"]
-    assert run.acked() == ["late-2"]
-    assert run.info().custom["late_tuples"] == 2
-    assert [w[0] for w in run.windows()] == [["a"]]
-    assert run.out.values() == [[["a"]]]  # nothing late on the default stream
 
 
 def test_missing_timestamp_field_fails_the_tuple_with_a_clear_error(
@@ -687,25 +521,6 @@ def test_timestamp_extractor(manual_cluster: LocalCluster, clock: ManualClock) -
     assert "extractor" in run.info().errors[0].error
     run.advance(500)
     assert run.windows() == [(["a"], ["a"], [], 0, 10_000)]
-
-
-def test_event_time_execute_exception_fails_the_window(
-    manual_cluster: LocalCluster, clock: ManualClock
-) -> None:
-    run = Run(
-        manual_cluster,
-        clock,
-        event_bolt(Duration(10_000), Duration(10_000), fail_on="boom"),
-        spouts=EVENT,
-    )
-    for ts, v in ((1_000, "a"), (2_000, "boom"), (12_000, "c"), (25_000, "d")):
-        run.feed(ts, v)
-    run.advance(1000)  # watermark 25 s: windows ending 10 s (raises) and 20 s
-    assert [w[0] for w in run.windows()] == [["a", "boom"], ["c"]]
-    assert run.failed() == ["a", "boom"]
-    assert run.acked() == []
-    assert len(run.info().errors) == 1
-    assert run.out.values() == [[["c"]]]
 
 
 # --- the collector inside execute ----------------------------------------------------------

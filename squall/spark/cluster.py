@@ -22,6 +22,7 @@ from squall.spark.batchbolts import forget as forget_batch_bolts
 from squall.spark.bolttasks import forget as forget_bolt_tasks
 from squall.spark.coreplan import CorePlan, core_plan, is_core
 from squall.spark.corerunner import CoreRunner
+from squall.spark.coresource import read_poll
 from squall.spark.offsets import OffsetLog
 from squall.spark.pickling import pickle_user_code_by_value
 from squall.spark.plan import QueryPlan, SourcePlan, query_plans
@@ -224,8 +225,10 @@ class SparkCluster(TopologyRegistry[_Running]):
             logs[spout_id] = SpoutLog(log_dir)
             stats_paths[spout_id] = os.path.join(source_dir, "stats.pickle")
             closed = os.path.join(source_dir, "closed")
-            if os.path.exists(closed):
-                os.remove(closed)
+            polls = os.path.join(source_dir, "polls")
+            for leftover in (closed, polls):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
             reader = (
                 self.spark.readStream.format(SOURCE_NAME)
                 .option("core_setup", setup_path)
@@ -236,6 +239,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 .option("pause", pause_file)
                 .option("close", close_file)
                 .option("closed", closed)
+                .option("polls", polls)
             )
             if position == 0 and tick_secs is not None:  # idle batches bring ticks
                 reader = reader.option("ticks", str(tick_secs))
@@ -268,9 +272,18 @@ class SparkCluster(TopologyRegistry[_Running]):
         return "127.0.0.1", bridge.port
 
     def wait_idle(self, name: str, timeout_secs: float = 60.0) -> bool:
-        """Process every batch the spouts have now; False if a query stopped or failed."""
+        """Process every batch the spouts have now; False if a query stopped or failed
+        (or, for a core topology, did not go idle within ``timeout_secs``).
+
+        A core topology is idle once every spout's source has polled twice since the
+        call, the last poll emitted nothing, and every batch holding tuples has had its
+        trees acked or failed (empty batches carrying tick tuples go on)."""
         running = self._get(name)
         for item in running.queries:
+            if item.core is not None:
+                if not self._wait_core_idle(running, item, timeout_secs):
+                    return False
+                continue
             try:
                 item.query.processAllAvailable()
             except Exception as exc:  # the query failed: reported by get_topology_info
@@ -278,6 +291,34 @@ class SparkCluster(TopologyRegistry[_Running]):
                 item.runner._record(exc)
                 return False
         return True
+
+    def _wait_core_idle(self, running: _Running, item: _Query, timeout_secs: float) -> bool:
+        assert item.core is not None
+        paths = [
+            os.path.join(item.directory, spout_id.replace("/", "_"), "polls")
+            for spout_id in item.core.spouts
+        ]
+        started = [read_poll(path) for path in paths]
+        deadline = time.monotonic() + timeout_secs
+        while True:
+            if not item.query.isActive:
+                exception = item.query.exception()
+                if exception is not None:
+                    running.status = "FAILED"
+                    item.runner._record(exception)
+                return False
+            polls = [read_poll(path) for path in paths]
+            if all(
+                poll is not None
+                and poll[0] >= (first[0] if first is not None else 0) + 2
+                and poll[1] == 0
+                and poll[2] == 0
+                for poll, first in zip(polls, started, strict=True)
+            ):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
 
     def deactivate(self, name: str) -> None:
         """Stop polling the spouts (batches already read still run)."""

@@ -77,6 +77,16 @@ def write_outcome(log: SpoutLog, index: int, failed: set[int]) -> None:
     write_atomically(outcome_path(log, index), pickle.dumps(sorted(failed)))
 
 
+def read_poll(path: str) -> tuple[int, int, int] | None:
+    """``(polls, emitted by the last poll, unfinished batches)`` a source last wrote."""
+    try:
+        with open(path) as handle:
+            polls, emitted, unfinished = (int(n) for n in handle.read().split())
+    except (OSError, ValueError):
+        return None
+    return polls, emitted, unfinished
+
+
 def read_spout_stats(path: str) -> ComponentStats | None:
     """The spout's metrics the source last wrote (None before any)."""
     try:
@@ -183,8 +193,16 @@ class SpoutTasks:
             self.applied = data["applied"]
         #: Root ids of each logged batch whose outcome is not applied yet.
         self.roots: dict[int, dict[int, int]] = {}
+        #: Logged batches holding tuples whose outcome is not applied yet.
+        self.unfinished: set[int] = set()
         for index in range(max(self.applied, log.first()), self.size):
-            self.roots[index] = log.data(index)["roots"]
+            data = log.data(index)
+            self.roots[index] = data["roots"]
+            if data["packets"]:
+                self.unfinished.add(index)
+        #: Polls so far and tuples emitted by the last one (see :meth:`write_poll`).
+        self.polls = 0
+        self.last_emitted = 0
 
     def apply_outcomes(self) -> bool:
         """Ack or fail the trees of every batch the driver finished; True if any."""
@@ -203,6 +221,7 @@ class SpoutTasks:
             for task in self.tasks:
                 task.runner.inbox.extend(by_task.get(task.context.task_id, ()))
                 task.runner.run_batch(0, now)  # ack/fail calls only
+            self.unfinished.discard(self.applied)
             self.applied += 1
             applied_any = True
         return applied_any
@@ -234,6 +253,8 @@ class SpoutTasks:
         logged = bool(packets or roots or due)
         if logged:
             self.roots[self.size] = roots
+            if packets:
+                self.unfinished.add(self.size)
             data = {
                 "packets": packets,
                 "inits": inits,
@@ -246,7 +267,16 @@ class SpoutTasks:
             self.last_logged = time.monotonic()
         if changed:
             self.write_stats()
+        self.polls += 1
+        self.last_emitted = emitted
         return logged
+
+    def write_poll(self, path: str) -> None:
+        """Write ``polls emitted unfinished`` to ``path`` for the driver's ``wait_idle``:
+        the source is idle once a poll emitted nothing and every batch holding tuples
+        has its outcome applied (empty batches that only carry ticks do not count)."""
+        line = f"{self.polls} {self.last_emitted} {len(self.unfinished)}"
+        write_atomically(path, line.encode(), durable=False)
 
     def _poll(self, packets: list[Packet], roots: dict[int, int], inits: dict[int, int]) -> int:
         """Run ``next_tuple`` on each task for one batch; collect its packets, the new
@@ -340,6 +370,7 @@ class CoreSpoutReader(DataSourceStreamReader):
             ticks = self.options.get("ticks")
             if tasks.next_batch(paused, float(ticks) if ticks else None):
                 position = tasks.size
+            tasks.write_poll(self.options["polls"])
         return {"source": self.options["source"], "batch": position}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:

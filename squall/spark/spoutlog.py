@@ -31,12 +31,15 @@ _BATCH = re.compile(r"^(\d{12})\.batch$")
 _PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
 
 
-def write_atomically(path: str, payload: bytes) -> None:
+def write_atomically(path: str, payload: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``payload`` (readers see the old or the new file, never a
+    part); ``durable``: on disk before it replaces the old one."""
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "wb") as handle:
         handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
     os.replace(temporary, path)
 
 

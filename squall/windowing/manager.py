@@ -7,7 +7,11 @@ Storm's (``WindowManager`` with its trigger and eviction policies):
 * Processing time: a tuple's timestamp is its arrival time. A count sliding interval
   fires after every ``n`` tuples; a time sliding interval fires every period (the engine
   ticks the manager). A count length keeps the last ``n`` tuples, a time length the
-  tuples with ``now - length < ts <= now``.
+  tuples with ``now - length < ts <= now``. When the ticks of a time sliding interval
+  come late or early, the window adjusts to the drift as Storm's eviction policy does:
+  the window of a tick at ``now`` after one at ``previous`` holds
+  ``previous + sliding - length < ts <= now`` (a tumbling window: every tuple since the
+  previous window, once), and the first window every tuple until ``now``.
 * Event time: windows fire on watermarks. A time sliding interval fires every window
   whose end is at or before the watermark; window ends are aligned to the sliding
   interval, the first being the earliest timestamp rounded up to it, and spans without
@@ -35,6 +39,8 @@ ActivationHandler = Callable[[TupleWindow], None]
 ExpiryHandler = Callable[[list[Tuple]], None]
 
 COMPACT_EVERY = 100
+#: A window floor below every timestamp.
+_BEFORE_EVERYTHING = -(2**63)
 
 
 class WindowManager:
@@ -63,6 +69,8 @@ class WindowManager:
         self._adds_since_compaction = 0
         self._next_window_end: int | None = None
         self._last_counted_ts: int | None = None
+        #: Processing time, time sliding interval: when the last window fired.
+        self._last_tick: int | None = None
         length, sliding = spec.length, spec.sliding
         self._length_ms = length.value if isinstance(length, Duration) else None
         self._length_count = length.value if isinstance(length, Count) else None
@@ -79,7 +87,12 @@ class WindowManager:
 
     def add(self, tup: Tuple, ts: int) -> None:
         """Track ``tup`` at timestamp ``ts``; with processing time and a count sliding
-        interval this may fire a window right away."""
+        interval this may fire a window right away. With processing time, a tuple that
+        arrives in the millisecond of the last tick belongs to the next window (the
+        tick's window has fired)."""
+        last_tick = self._last_tick
+        if last_tick is not None and ts <= last_tick and not self.spec.event_time:
+            ts = last_tick + 1
         timestamps = self._timestamps
         if not timestamps or ts >= timestamps[-1]:
             timestamps.append(ts)
@@ -102,7 +115,18 @@ class WindowManager:
     def on_time(self, now: int) -> None:
         """Processing time moved to ``now``: fire if the sliding interval is a duration."""
         if not self.spec.event_time and self._sliding_ms is not None:
-            self._trigger(now)
+            self._trigger(now, self._tick_floor())
+            self._last_tick = now
+
+    def _tick_floor(self) -> int | None:
+        """Processing time with a time sliding interval and a time length: the lower
+        bound (exclusive) of the window the next tick evaluates, adjusted for drift (see
+        the module docstring). None for a count length."""
+        if self._length_ms is None or self._sliding_ms is None or self.spec.event_time:
+            return None
+        if self._last_tick is None:
+            return _BEFORE_EVERYTHING
+        return self._last_tick + self._sliding_ms - self._length_ms
 
     def on_watermark(self, watermark: int) -> None:
         """Event time: fire every window the watermark completes, in order."""
@@ -148,12 +172,14 @@ class WindowManager:
             self._trigger(end)
             self._last_counted_ts = end
 
-    def _window_bounds(self, reference: int) -> tuple[int, int]:
-        """``(first, stop)`` indexes of the window ending at ``reference``."""
+    def _window_bounds(self, reference: int, floor: int | None = None) -> tuple[int, int]:
+        """``(first, stop)`` indexes of the window ending at ``reference`` (a time
+        length's window starting after ``floor`` when given)."""
         timestamps = self._timestamps
         stop = bisect_right(timestamps, reference)
         if self._length_ms is not None:
-            first = bisect_right(timestamps, reference - self._length_ms, 0, stop)
+            low = reference - self._length_ms if floor is None else floor
+            first = bisect_right(timestamps, low, 0, stop)
         else:
             first = max(0, stop - (self._length_count or 0))
         return first, stop
@@ -169,15 +195,19 @@ class WindowManager:
 
     def _compact(self, now: int) -> None:
         """Processing time: drop what no future window can hold (their reference is
-        at least ``now``)."""
+        at least ``now``, and the next tick's window starts after ``_tick_floor``)."""
         self._adds_since_compaction = 0
-        first, _ = self._window_bounds(now)
+        floor = self._tick_floor()
+        if floor is not None and self._length_ms is not None:
+            floor = min(floor, now - self._length_ms)
+        first, _ = self._window_bounds(now, floor)
         self._expire_before(first)
 
-    def _trigger(self, reference: int) -> bool:
-        """Evaluate the window ending at ``reference``; True if it held any tuple."""
+    def _trigger(self, reference: int, floor: int | None = None) -> bool:
+        """Evaluate the window ending at ``reference`` (starting after ``floor`` when
+        given); True if it held any tuple."""
         self._count_since_trigger = 0
-        first, stop = self._window_bounds(reference)
+        first, stop = self._window_bounds(reference, floor)
         self._expire_before(first)
         stop -= first
         expired, self._expired_since_trigger = self._expired_since_trigger, []
@@ -192,6 +222,8 @@ class WindowManager:
         if self._length_ms is not None:
             end_ts = reference
             start_ts = reference - self._length_ms
+            if floor is not None and floor != _BEFORE_EVERYTHING:
+                start_ts = floor
         # get_new() is computed only if the bolt asks for it (it is O(window)).
         self.on_activation(TupleWindow(tuples, None, expired, start_ts, end_ts, previous))
         return True
