@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Config, Fields, InvalidTopologyError, TopologyBuilder
+from squall import Config, Fields, InvalidTopologyError
 from squall.spark import SparkCluster
-from squall.testing import FixedTupleSpout
 from squall.trident import Count, FixedBatchSpout, Function, TridentTopology
 from squall.trident.state import MemoryMapState, SqliteMapState, StateType
 
@@ -156,25 +155,6 @@ def test_an_unpicklable_component_is_named(spark: Any, tmp_path: Path) -> None:
             cluster.submit_topology("bad", {}, topology.build())
         assert "lock" in str(error.value) and "function" in str(error.value)
         assert cluster.topology_names() == []
-    finally:
-        cluster.shutdown()
-
-
-class Echo(Bolt):
-    outputs = ["x"]
-
-    def execute(self, tup: Any) -> None:
-        self.collector.ack(tup)
-
-
-def test_features_the_engine_does_not_run_are_named(spark: Any, tmp_path: Path) -> None:
-    builder = TopologyBuilder()
-    builder.set_spout("numbers", FixedTupleSpout([[1]], "x"))
-    builder.set_bolt("echo", Echo()).shuffle_grouping("numbers")
-    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
-    try:
-        with pytest.raises(InvalidTopologyError, match=r"core spout/bolt topologies.*LocalCluster"):
-            cluster.submit_topology("core", {}, builder.create_topology())
     finally:
         cluster.shutdown()
 

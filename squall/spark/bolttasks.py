@@ -42,10 +42,12 @@ from squall.spark.taskstate import (
     dump_state,
     load_setup,
     load_state,
+    pack,
     packets_to_arrow,
     picklable_state,
     restore_state,
     task_directory,
+    unpack,
 )
 
 logger = logging.getLogger("squall")
@@ -254,7 +256,6 @@ def stage_function(
                 entries.append((stream, source, blob))
         packets: list[Packet] = []
         produced: dict[ReportKey, dict[str, Any]] = {}
-        loads = pickle.loads
         for target in sorted(by_task):
             entries = sorted(by_task[target], key=lambda e: e[0] != TICK_STREAM)
             tuples: list[Tuple] = []
@@ -263,7 +264,7 @@ def stage_function(
                     info = TICK_STREAM_INFO
                 else:
                     info = infos[(task_component[source], stream)]
-                tuples.extend(Tuple(v, info, source, r) for v, r in loads(blob))
+                tuples.extend(unpack(blob, info, source))
             emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
             packets.extend(emitted)
             produced[(batch_id, attempt, component_id, target)] = report
@@ -276,7 +277,7 @@ def stage_function(
 
 def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]:
     """A tick tuple for each task of a stage, as packets."""
-    blob = pickle.dumps([([rate_secs], None)], pickle.HIGHEST_PROTOCOL)
+    blob = pack([[rate_secs]], [None])
     return [(stage_index, task, TICK_STREAM, -1, blob) for task in range(tasks)]
 
 

@@ -132,7 +132,9 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
         bolt = getattr(component, "bolt", None)
         if spec.is_spout:
             if type(component).__name__ != "TransactionalSpoutCoordinator":
-                raise _unsupported(f"core spout/bolt topologies (spout {spec.component_id!r})")
+                raise _unsupported(
+                    f"a core spout beside Trident or transactional spouts ({spec.component_id!r})"
+                )
             if type(inner).__name__ not in ("SpoutGroupSource", "DRPCSource"):
                 return [transactional_plan(topology, spec.component_id)]
         elif isinstance(inner, TridentSpoutAdapter):

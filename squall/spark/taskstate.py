@@ -2,8 +2,9 @@
 their tuples travel in, and snapshots of their state.
 
 Tuples move between stages in *packets*: one row per (target task, stream, source
-task) holding the pickled ``(values, roots)`` of up to ``PACKET_TUPLES`` tuples, so a
-micro-batch of a million tuples is a few hundred rows for Spark to move, not a million.
+task) holding the pickled values and root/edge ids of up to ``PACKET_TUPLES`` tuples
+(see :func:`pack`), so a micro-batch of a million tuples is a few hundred rows for
+Spark to move, not a million.
 
 A task's snapshot is its component object pickled after a batch, with the engine's
 objects (collector, context) left out as references and re-bound when it is restored,
@@ -19,8 +20,10 @@ import io
 import os
 import pickle
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import cloudpickle
@@ -86,32 +89,60 @@ class Outboxes(list[list[Any]]):
     def drain_packets(self, locations: dict[int, tuple[int, int]]) -> list[Packet]:
         """The tuples sent since the last call, in packets, in emit order per target."""
         packets: list[Packet] = []
-        dumps = pickle.dumps
         for task_id in range(1, len(self)):
             box = self[task_id]
             if not box:
                 continue
             dest, index = locations[task_id]
             first = box[0]
-            by_stream: dict[tuple[str, int], list[tuple[Any, Any]]]
+            groups: dict[tuple[str, int], list[Tuple]]
             if all(t._info is first._info and t.source_task == first.source_task for t in box):
-                # The usual case: one stream from one task.
-                key = (first._info.stream_id, first.source_task)
-                by_stream = {key: [(t.values, t._roots) for t in box]}
+                groups = {(first._info.stream_id, first.source_task): box}  # the usual case
             else:
-                by_stream = {}
+                groups = {}
                 for tup in box:
                     key = (tup._info.stream_id, tup.source_task)
-                    entries = by_stream.get(key)
-                    if entries is None:
-                        entries = by_stream[key] = []
-                    entries.append((tup.values, tup._roots))
-            box.clear()
-            for (stream, source), entries in by_stream.items():
-                for start in range(0, len(entries), PACKET_TUPLES):
-                    chunk = entries[start : start + PACKET_TUPLES]
-                    packets.append((dest, index, stream, source, dumps(chunk, PICKLE)))
+                    group = groups.get(key)
+                    if group is None:
+                        group = groups[key] = []
+                    group.append(tup)
+            for (stream, source), tuples in groups.items():
+                for start in range(0, len(tuples), PACKET_TUPLES):
+                    chunk = tuples[start : start + PACKET_TUPLES]
+                    values = [t.values for t in chunk]
+                    roots = [t._roots for t in chunk]
+                    packets.append((dest, index, stream, source, pack(values, roots)))
+            self[task_id] = []
         return packets
+
+
+#: How a packet holds its tuples' root and edge ids.
+_UNTRACKED, _ONE_TREE, _ANY = 0, 1, 2
+
+
+def pack(values: list[Any], roots: list[Any]) -> bytes:
+    """Pickle tuples' values and root/edge ids: the values as a list, the ids (when each
+    tuple is in one tree: a root and an edge id, the usual case) as one array of 64-bit
+    integers, which pickles and loads faster than Python ints."""
+    if all(r is None for r in roots):
+        return pickle.dumps((values, _UNTRACKED, None), PICKLE)
+    if all(r is not None and len(r) == 2 for r in roots):
+        ids = array("Q", chain.from_iterable(roots)).tobytes()
+        return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
+    return pickle.dumps((values, _ANY, roots), PICKLE)
+
+
+def unpack(payload: bytes, info: Any, source_task: int) -> list[Tuple]:
+    """The tuples of a packet (see :func:`pack`)."""
+    values, kind, roots = pickle.loads(payload)
+    if kind == _UNTRACKED:
+        return [Tuple(v, info, source_task) for v in values]
+    if kind == _ONE_TREE:
+        ids = array("Q")
+        ids.frombytes(roots)
+        flat = iter(ids.tolist())
+        roots = zip(flat, flat, strict=False)
+    return [Tuple(v, info, source_task, r) for v, r in zip(values, roots, strict=False)]
 
 
 @contextlib.contextmanager
@@ -141,12 +172,6 @@ def packets_to_arrow(packets: list[Packet], pa: Any) -> Any:
         ],
         names=["dest", "target", "stream", "source_task", "tuples"],
     )
-
-
-def unpack(packet_tuples: bytes, info: Any, source_task: int) -> Iterator[Tuple]:
-    """The tuples of a packet."""
-    for values, roots in pickle.loads(packet_tuples):
-        yield Tuple(values, info, source_task, roots)
 
 
 # -- snapshots ---------------------------------------------------------------------------
