@@ -364,13 +364,10 @@ class OutputCollector(_Emitter):
         For engines whose bolt state is durable at the end of a batch (Spark): a tuple
         held in that state (a window) needs no replay once the batch commits.
         """
-        roots = tup._roots
-        if roots:
-            pending = self.pending_acks
-            value = tup._ack_val
-            for position in range(0, len(roots), 2):
-                root = roots[position]
-                pending[root] = pending.get(root, 0) ^ roots[position + 1] ^ value
+        if tup._roots:
+            acked = self._stats.acked
+            self.ack(tup)  # the same XOR into the ledger
+            self._stats.acked = acked  # counted when the engine acks it for good
             tup._roots = None
             tup._ack_val = 0
 

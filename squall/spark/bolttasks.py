@@ -25,29 +25,24 @@ from typing import Any
 from pyspark.accumulators import AccumulatorParam
 
 from squall.local.tasks import BoltRunner
-from squall.model.config import Config, component_config
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.collectors import AckBuffer, OutputCollector, TaskWiring
-from squall.runtime.context import TopologyContext
-from squall.runtime.metrics import TaskStats
-from squall.runtime.routing import build_routes
-from squall.spark.coreplan import LEDGER_TASK
+from squall.runtime.collectors import OutputCollector
 from squall.spark.taskstate import (
     CoreSetup,
-    Outboxes,
     Packet,
     SnapshotStore,
     collection_paused,
-    dump_state,
     load_setup,
-    load_state,
     pack,
     packets_to_arrow,
     picklable_state,
+    restore_routes,
     restore_state,
+    routes_state,
     task_directory,
     unpack,
+    wire_task,
 )
 
 logger = logging.getLogger("squall")
@@ -92,32 +87,14 @@ class LiveBolt:
 
     def _start(self) -> None:
         """Make the task's component and prepare it (a new task life)."""
-        core = self.setup.core
-        spec = core.topology.get_component(self.component_id)
-        conf = component_config(core.conf, spec.conf)
-        context = TopologyContext(core.topology, core.plan, self.task_id, core.name, conf)
-        self.routes = build_routes(core.topology, core.plan, context)
-        stats = TaskStats(
-            self.component_id,
-            self.task_id,
-            float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
-            int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
-        )
-        self.outboxes = Outboxes(core.plan.max_task_id)
-        acker_tasks = [LEDGER_TASK] if core.tracking else []
-        self.ack_buffer = AckBuffer(self.outboxes, acker_tasks)
-        wiring = TaskWiring(
-            self.component_id,
-            self.task_id,
-            self.routes,
-            self.outboxes,
-            stats,
-            acker_tasks,
-            self.ack_buffer,
-        )
-        collector = OutputCollector(wiring)
+        parts = wire_task(self.setup, self.component_id, self.task_id)
+        self.routes = parts.routes
+        self.outboxes = parts.outboxes
+        self.ack_buffer = parts.ack_buffer
+        spec = self.setup.core.topology.get_component(self.component_id)
+        collector = OutputCollector(parts.wiring)
         component = copy.deepcopy(spec.component)
-        self.runner = BoltRunner(component, context, conf, collector, deque())
+        self.runner = BoltRunner(component, parts.context, parts.conf, collector, deque())
         try:
             self.runner.start()
         except Exception as exc:
@@ -128,7 +105,7 @@ class LiveBolt:
         self.engine = {
             "collector": collector,
             "basic_collector": self.runner.basic_collector,
-            "context": context,
+            "context": parts.context,
         }
         self.last_batch = None
 
@@ -145,9 +122,7 @@ class LiveBolt:
         snapshot = pickle.loads(self.store.read(latest))
         runner = self.runner
         runner.component = restore_state(runner.component, snapshot["component"], self.engine)
-        if snapshot["routes"] is not None:
-            for stream, choose in load_state(snapshot["routes"], self.engine).items():
-                self.routes[stream].choose = choose
+        restore_routes(self.routes, snapshot["routes"], self.engine)
         self.last_batch = latest
 
     def _snapshot(self, batch_id: int) -> None:
@@ -161,12 +136,7 @@ class LiveBolt:
                 self.task_id,
                 skipped,
             )
-        try:
-            routes: bytes | None = dump_state(
-                {stream: route.choose for stream, route in self.routes.items()}, self.engine
-            )
-        except Exception:
-            routes = None
+        routes = routes_state(self.routes, self.engine)
         self.store.write(batch_id, pickle.dumps({"component": component, "routes": routes}))
         self.last_batch = batch_id
 

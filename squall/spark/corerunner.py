@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 from squall.model.grouping import GroupingKind
-from squall.runtime.metrics import ComponentStats, ErrorInfo
+from squall.runtime.metrics import ComponentStats, ErrorInfo, TaskStats, summarize
 from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
 from squall.spark.coreplan import BoltStagePlan, CorePlan
 from squall.spark.coresource import read_spout_stats, write_outcome
@@ -39,31 +40,28 @@ SPOUTS = "$spouts"
 ERRORS_KEPT = 10
 
 
-class _BoltFigures:
-    """Cumulative metrics of one bolt task, from its reports."""
+@dataclass
+class _StreamCounts:
+    """A stream's counts of one task (what ``summarize`` reads of a route)."""
 
-    def __init__(self) -> None:
-        self.executed = self.acked = self.failed = self.errors_total = 0
-        self.process_count = 0
-        self.busy_secs = self.process_secs = 0.0
-        self.streams: dict[str, list[int]] = {}
-        self.errors: list[ErrorInfo] = []
-        self.custom: dict[str, float] = {}
+    emitted: int = 0
+    transferred: int = 0
 
-    def add(self, report: dict[str, Any]) -> None:
-        self.executed += report["executed"]
-        self.acked += report["acked"]
-        self.failed += report["failed"]
-        self.errors_total += report["errors_total"]
-        self.busy_secs += report["busy_secs"]
-        self.process_secs += report["process_secs"]
-        self.process_count += report["process_count"]
-        for stream, (emitted, transferred) in report["streams"].items():
-            entry = self.streams.setdefault(stream, [0, 0])
-            entry[0] += emitted
-            entry[1] += transferred
-        self.errors = (self.errors + list(report["errors"]))[-ERRORS_KEPT:]
-        self.custom = report["custom"]
+
+def fold_report(stats: TaskStats, report: dict[str, Any]) -> None:
+    """Add a task's report of one batch to its cumulative counters (on the driver)."""
+    stats.executed += report["executed"]
+    stats.acked += report["acked"]
+    stats.failed += report["failed"]
+    stats.errors_total += report["errors_total"]
+    stats.busy_secs += report["busy_secs"]
+    stats.process_secs += report["process_secs"]
+    stats.process_count += report["process_count"]
+    for stream, (emitted, transferred) in report["streams"].items():
+        counts = stats.routes.setdefault(stream, _StreamCounts())
+        counts.emitted += emitted
+        counts.transferred += transferred
+    stats.errors.extend(report["errors"])
 
 
 class CoreRunner:
@@ -92,11 +90,13 @@ class CoreRunner:
         self.reports = spark.sparkContext.accumulator({}, ReportsParam())
         self.figures = BatchFigures()
         self.retries = int(core.conf.get(RETRIES_KEY, DEFAULT_RETRIES))
-        self.bolts: dict[tuple[str, int], _BoltFigures] = {
-            (stage.component_id, index): _BoltFigures()
+        #: Per bolt task: its counters, and its component's own metrics (last report).
+        self.bolts: dict[tuple[str, int], TaskStats] = {
+            (stage.component_id, index): TaskStats(stage.component_id, task_id)
             for stage in core.stages
-            for index in range(stage.tasks)
+            for index, task_id in enumerate(stage.task_ids)
         }
+        self.custom: dict[tuple[str, int], dict[str, float]] = {}
         self.last_tick: dict[str, float] = {}
         #: Trees acked and failed per spout (from the ledger).
         self.stopping = False
@@ -234,7 +234,8 @@ class CoreRunner:
         for (batch, run, component_id, task), report in reports.items():
             if batch != batch_id or run != attempt:
                 continue
-            self.bolts[(component_id, task)].add(report)
+            fold_report(self.bolts[(component_id, task)], report)
+            self.custom[(component_id, task)] = report["custom"]
             for root, value in report["acks"].items():
                 current = values.get(root)
                 if current is not None:
@@ -254,44 +255,12 @@ class CoreRunner:
                 tasks = core.plan.component_tasks[component_id]
                 stats = ComponentStats(component_id, "spout", list(tasks))
             components[component_id] = stats
+        now = time.monotonic()
         for stage in core.stages:
-            summary = ComponentStats(stage.component_id, "bolt", list(stage.task_ids))
-            busy = process_secs = 0.0
-            process_count = 0
-            errors: list[ErrorInfo] = []
-            for index, task_id in enumerate(stage.task_ids):
-                task = self.bolts[(stage.component_id, index)]
-                emitted = transferred = 0
-                for stream, (stream_emitted, stream_transferred) in task.streams.items():
-                    entry = summary.streams.setdefault(stream, {"emitted": 0, "transferred": 0})
-                    entry["emitted"] += stream_emitted
-                    entry["transferred"] += stream_transferred
-                    if not stream.startswith(("__", "$")):
-                        emitted += stream_emitted
-                        transferred += stream_transferred
-                summary.emitted += emitted
-                summary.transferred += transferred
-                summary.executed += task.executed
-                summary.acked += task.acked
-                summary.failed += task.failed
-                summary.errors_total += task.errors_total
-                busy += task.busy_secs
-                process_secs += task.process_secs
-                process_count += task.process_count
-                errors.extend(task.errors)
-                for key, value in task.custom.items():
-                    summary.custom[key] = summary.custom.get(key, 0) + value
-                summary.task_stats[task_id] = {
-                    "emitted": emitted,
-                    "transferred": transferred,
-                    "executed": task.executed,
-                    "acked": task.acked,
-                    "failed": task.failed,
-                }
-            if summary.executed:
-                summary.execute_latency_ms = busy * 1000.0 / summary.executed
-            if process_count:
-                summary.process_latency_ms = process_secs * 1000.0 / process_count
-            summary.errors = sorted(errors, key=lambda e: e.time)[-ERRORS_KEPT:]
+            keys = [(stage.component_id, index) for index in range(stage.tasks)]
+            summary = summarize(stage.component_id, "bolt", [self.bolts[k] for k in keys], now)
+            for key in keys:
+                for name, value in self.custom.get(key, {}).items():
+                    summary.custom[name] = summary.custom.get(name, 0) + value
             components[stage.component_id] = summary
         return components

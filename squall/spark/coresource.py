@@ -34,28 +34,26 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.local.tasks import SpoutRunner
-from squall.model.config import Config, component_config
+from squall.model.config import Config
 from squall.model.fields import Fields
 from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONENT
 from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.collectors import AckBuffer, SpoutOutputCollector, TaskWiring
-from squall.runtime.context import TopologyContext
-from squall.runtime.metrics import ComponentStats, TaskStats, summarize
-from squall.runtime.routing import build_routes
+from squall.runtime.collectors import SpoutOutputCollector
+from squall.runtime.metrics import ComponentStats, summarize
 from squall.spark.coreplan import LEDGER_TASK
 from squall.spark.spoutlog import SpoutLog, write_atomically
 from squall.spark.taskstate import (
     CoreSetup,
-    Outboxes,
     Packet,
     collection_paused,
-    dump_state,
     load_setup,
-    load_state,
     packets_to_arrow,
     picklable_state,
+    restore_routes,
     restore_state,
+    routes_state,
+    wire_task,
 )
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
@@ -102,32 +100,17 @@ class _SpoutTask:
 
     def __init__(self, setup: CoreSetup, component_id: str, task_id: int) -> None:
         core = setup.core
-        spec = core.topology.get_component(component_id)
-        conf = component_config(core.conf, spec.conf)
-        self.context = TopologyContext(core.topology, core.plan, task_id, core.name, conf)
-        self.routes = build_routes(core.topology, core.plan, self.context)
-        self.stats = TaskStats(
-            component_id,
-            task_id,
-            float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
-            int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
-        )
-        self.outboxes = Outboxes(core.plan.max_task_id)
-        acker_tasks = [LEDGER_TASK] if core.tracking else []
-        self.ack_buffer = AckBuffer(self.outboxes, acker_tasks)
-        wiring = TaskWiring(
-            component_id,
-            task_id,
-            self.routes,
-            self.outboxes,
-            self.stats,
-            acker_tasks,
-            self.ack_buffer,
-        )
-        self.collector = SpoutOutputCollector(wiring, SYSTEM_CLOCK)
+        parts = wire_task(setup, component_id, task_id)
+        conf = parts.conf
+        self.context = parts.context
+        self.routes = parts.routes
+        self.stats = parts.stats
+        self.outboxes = parts.outboxes
+        self.ack_buffer = parts.ack_buffer
+        self.collector = SpoutOutputCollector(parts.wiring, SYSTEM_CLOCK)
         pending = conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
         self.runner = SpoutRunner(
-            copy.deepcopy(spec.component),
+            copy.deepcopy(core.topology.get_component(component_id).component),
             self.context,
             conf,
             self.collector,
@@ -140,20 +123,13 @@ class _SpoutTask:
 
     def snapshot(self) -> dict[str, Any]:
         component, _ = picklable_state(self.runner.component, self.engine)
-        try:
-            routes: bytes | None = dump_state(
-                {stream: route.choose for stream, route in self.routes.items()}, self.engine
-            )
-        except Exception:
-            routes = None
+        routes = routes_state(self.routes, self.engine)
         return {"component": component, "routes": routes, "pending": self.collector.pending}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         runner = self.runner
         runner.component = restore_state(runner.component, snapshot["component"], self.engine)
-        if snapshot["routes"] is not None:
-            for stream, choose in load_state(snapshot["routes"], self.engine).items():
-                self.routes[stream].choose = choose
+        restore_routes(self.routes, snapshot["routes"], self.engine)
         self.collector.pending.update(snapshot["pending"])
 
 

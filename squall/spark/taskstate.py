@@ -28,7 +28,12 @@ from typing import Any
 
 import cloudpickle
 
+from squall.model.config import Config, component_config
 from squall.model.tuple import Tuple
+from squall.runtime.collectors import AckBuffer, TaskWiring
+from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import TaskStats
+from squall.runtime.routing import build_routes
 from squall.spark.coreplan import LEDGER_TASK, CorePlan
 
 #: Row schema of the data of a core topology on Spark.
@@ -174,7 +179,57 @@ def packets_to_arrow(packets: list[Packet], pa: Any) -> Any:
     )
 
 
+@dataclass
+class TaskParts:
+    """What the engine-neutral collectors and runners of one task are wired to."""
+
+    conf: dict[str, Any]
+    context: TopologyContext
+    routes: dict[str, Any]
+    stats: TaskStats
+    outboxes: Outboxes
+    ack_buffer: AckBuffer
+    wiring: TaskWiring
+
+
+def wire_task(setup: CoreSetup, component_id: str, task_id: int) -> TaskParts:
+    """The context, routes (the local engine's routers), counters and outboxes of task
+    ``task_id``; its acks and fails go to the ledger (``LEDGER_TASK``) when acking."""
+    core = setup.core
+    spec = core.topology.get_component(component_id)
+    conf = component_config(core.conf, spec.conf)
+    context = TopologyContext(core.topology, core.plan, task_id, core.name, conf)
+    routes = build_routes(core.topology, core.plan, context)
+    stats = TaskStats(
+        component_id,
+        task_id,
+        float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
+        int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
+    )
+    outboxes = Outboxes(core.plan.max_task_id)
+    acker_tasks = [LEDGER_TASK] if core.tracking else []
+    ack_buffer = AckBuffer(outboxes, acker_tasks)
+    wiring = TaskWiring(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
+    return TaskParts(conf, context, routes, stats, outboxes, ack_buffer, wiring)
+
+
 # -- snapshots ---------------------------------------------------------------------------
+
+
+def routes_state(routes: dict[str, Any], engine: dict[str, Any]) -> bytes | None:
+    """The routers of a task's routes (round-robin positions, partial-key loads), or
+    None if one cannot be pickled (a restored task then starts its routers anew)."""
+    try:
+        return dump_state({stream: route.choose for stream, route in routes.items()}, engine)
+    except Exception:
+        return None
+
+
+def restore_routes(routes: dict[str, Any], payload: bytes | None, engine: dict[str, Any]) -> None:
+    """Put the routers of :func:`routes_state` back into ``routes``."""
+    if payload is not None:
+        for stream, choose in load_state(payload, engine).items():
+            routes[stream].choose = choose
 
 
 class _SnapshotPickler(cloudpickle.Pickler):
