@@ -257,3 +257,13 @@ def test_capturing_bolt_instances_are_per_task(cluster: LocalCluster) -> None:
     assert {r.source_component for r in first.received} == {"relay"}
     assert {r.source_component for r in second.received} == {"src"}
     assert len(first.by_task()) == 2
+
+
+def test_complete_topology_says_it_runs_on_local_cluster_only() -> None:
+    class OtherCluster:
+        """Stands for a SparkCluster (any cluster that is not a LocalCluster)."""
+
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
+    with pytest.raises(SquallError, match=r"runs on LocalCluster.*not on OtherCluster"):
+        complete_topology(builder.create_topology(), cluster=OtherCluster())  # type: ignore[arg-type]

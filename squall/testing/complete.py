@@ -80,11 +80,17 @@ def complete_topology(
         timeout_secs: give up after this long.
 
     Raises:
-        SquallError: a spout cannot tell when it is exhausted, or a mock source names an
-            unknown spout.
+        SquallError: a spout cannot tell when it is exhausted, a mock source names an
+            unknown spout, or ``cluster`` is not a ``LocalCluster``.
         TimeoutError: the topology did not complete within ``timeout_secs`` (the message
             says which spouts were not exhausted and how much was still pending).
     """
+    if cluster is not None and not isinstance(cluster, LocalCluster):
+        raise SquallError(
+            f"complete_topology runs on LocalCluster (it captures every emit as it "
+            f"happens), not on {type(cluster).__name__}; on SparkCluster submit the "
+            "topology, call wait_idle(name) and read what your bolts recorded"
+        )
     if mock_sources:
         topology = _with_mocks(topology, mock_sources)
     for spec in topology.spouts.values():
