@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from squall.spark.taskstate import (
     Packet,
     SnapshotStore,
     collection_paused,
+    forget_setup,
     load_setup,
     pack,
     packets_to_arrow,
@@ -185,6 +187,22 @@ class LiveBolt:
         return packets, report
 
 
+#: The set-up file of each run with live tasks in this process.
+_RUN_SETUPS: dict[str, str] = {}
+
+
+def forget_finished_runs(current: str, setup_path: str) -> None:
+    """Note that run ``current`` has its set-up at ``setup_path``; drop the live tasks
+    (after their ``cleanup``) of other runs whose set-up file is gone: the cluster
+    removes it when it kills the topology."""
+    _RUN_SETUPS[current] = setup_path
+    for run_key, path in list(_RUN_SETUPS.items()):
+        if run_key != current and not os.path.exists(path):
+            del _RUN_SETUPS[run_key]
+            forget_setup(path)
+            forget(run_key)
+
+
 def live_bolt(setup: CoreSetup, component_id: str, task_index: int) -> LiveBolt:
     """The task's live bolt in this process (made and prepared on first use)."""
     key = (setup.run_key, component_id, task_index)
@@ -209,6 +227,7 @@ def stage_function(
         import pyarrow as pa
 
         setup = load_setup(setup_path)
+        forget_finished_runs(setup.run_key, setup_path)
         core = setup.core
         task_component = core.plan.task_component
         infos = core.infos
@@ -252,7 +271,8 @@ def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]
 
 
 def forget(run_key: str) -> None:
-    """Drop the live tasks of a topology run in this process (after ``cleanup``)."""
+    """Drop the live tasks of a topology run in this process (after ``cleanup``, whose
+    errors are counted in the dropped task's metrics)."""
     for key in [k for k in _LIVE if k[0] == run_key]:
         _LIVE.pop(key).runner.stop()
 

@@ -213,7 +213,11 @@ class SparkCluster(TopologyRegistry[_Running]):
             if os.path.exists(leftover):
                 os.remove(leftover)
         checkpoint = os.path.join(directory, "checkpoint")
-        setup_path = os.path.join(directory, "setup.pickle")
+        for name_in_dir in os.listdir(directory):  # the set-ups of earlier runs
+            if name_in_dir.startswith("setup-") and name_in_dir.endswith(".pickle"):
+                os.remove(os.path.join(directory, name_in_dir))
+        # One file per run: Python workers cache a set-up by its path.
+        setup_path = os.path.join(directory, f"setup-{run_key}.pickle")
         write_setup(setup_path, CoreSetup(run_key, core, os.path.join(directory, "state")))
         logs: dict[str, SpoutLog] = {}
         stats_paths: dict[str, str] = {}
@@ -345,6 +349,9 @@ class SparkCluster(TopologyRegistry[_Running]):
                     self._close_spouts(item)
                 item.runner.stopping = True
                 item.query.stop()
+                if isinstance(item.runner, CoreRunner):
+                    # Gone: workers drop this run's live tasks (see bolttasks.live_bolt).
+                    os.remove(item.runner.setup_path)
         finally:
             for bridge in running.bridges:
                 bridge.stop()

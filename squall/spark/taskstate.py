@@ -63,12 +63,17 @@ _SETUPS: dict[str, CoreSetup] = {}
 
 
 def load_setup(path: str) -> CoreSetup:
-    """The set-up in ``path``, loaded once per process."""
+    """The set-up in ``path``, loaded once per process (each run writes its own file)."""
     setup = _SETUPS.get(path)
     if setup is None:
         with open(path, "rb") as handle:
             setup = _SETUPS[path] = pickle.load(handle)
     return setup
+
+
+def forget_setup(path: str) -> None:
+    """Drop the cached set-up loaded from ``path`` (its run is over)."""
+    _SETUPS.pop(path, None)
 
 
 def write_setup(path: str, setup: CoreSetup) -> None:
