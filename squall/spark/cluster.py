@@ -292,7 +292,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 item.query.processAllAvailable()
             except Exception as exc:  # the query failed: reported by get_topology_info
                 running.status = "FAILED"
-                item.runner._record(exc)
+                item.runner.figures.record(exc)
                 return False
         return True
 
@@ -309,7 +309,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 exception = item.query.exception()
                 if exception is not None:
                     running.status = "FAILED"
-                    item.runner._record(exception)
+                    item.runner.figures.record(exception)
                 return False
             polls = [read_poll(path) for path in paths]
             if all(

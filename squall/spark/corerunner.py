@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 from squall.model.grouping import GroupingKind
-from squall.runtime.metrics import ComponentStats, ErrorInfo, TaskStats, summarize
+from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
 from squall.spark.coreplan import BoltStagePlan, CorePlan
 from squall.spark.coresource import read_spout_stats, write_outcome
@@ -37,7 +36,6 @@ logger = logging.getLogger("squall")
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
 SPOUTS = "$spouts"
-ERRORS_KEPT = 10
 
 
 @dataclass
@@ -112,7 +110,7 @@ class CoreRunner:
             except Exception as exc:
                 if self.stopping:  # killed: the batch was interrupted, not failed
                     raise
-                self._record(exc)
+                self.figures.record(exc)
                 if attempt == self.retries:
                     raise
                 self.figures.retries += 1
@@ -123,13 +121,6 @@ class CoreRunner:
                 write_outcome(log, index, failed)
                 rows += log.count(index)
         self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
-
-    def _record(self, exc: Exception) -> None:
-        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.figures.errors.append(
-            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
-        )
-        del self.figures.errors[:-ERRORS_KEPT]
 
     def _ticks(self) -> dict[str, float]:
         """The bolts due a tick tuple at the start of this batch, with their rates."""

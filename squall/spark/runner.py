@@ -89,6 +89,14 @@ class BatchFigures:
         #: Durations of the most recent batches, milliseconds.
         self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
 
+    def record(self, exc: BaseException) -> None:
+        """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.errors.append(
+            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
+        )
+        del self.errors[:-10]
+
     def finished(self, batch_id: int, rows: int, duration_ms: float) -> None:
         """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``."""
         self.batches += 1
@@ -165,7 +173,7 @@ class BatchRunner:
             except Exception as exc:
                 if self.stopping:  # killed: the batch was interrupted, not failed
                     raise
-                self._record(exc)
+                self.figures.record(exc)
                 if attempt == self.retries:
                     if self.returns is None:
                         raise
@@ -198,13 +206,6 @@ class BatchRunner:
             self.emitted[source.component_id] += count
             total += count
         return total
-
-    def _record(self, exc: Exception) -> None:
-        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.figures.errors.append(
-            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
-        )
-        del self.figures.errors[:-10]
 
     def _producer(self, component_id: str) -> str:
         """The frame a component's output is in: the sources share one."""
