@@ -21,6 +21,7 @@ and bolts in other processes. The tests that check LocalCluster's own mechanics
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -267,6 +268,131 @@ def test_partial_key_grouping_splits_a_key_between_its_two_candidates(engine: En
         assert set(tasks) <= {targets[index] for index in candidates([key])}
     # The hot key is split evenly between its two candidate tasks.
     assert sorted(tasks_of["hot"].values()) == [30, 30]
+
+
+def keys_in_every_order(count: int) -> list[list[Any]]:
+    """Rows ``[key, i]``: ``count`` distinct dict keys, each built in the 24 insertion
+    orders of its 4 items (nested dict and set values), ``i`` the row's index."""
+    rows: list[list[Any]] = []
+    for k in range(count):
+        items = [("user", f"u{k}"), ("n", k), ("nested", {"x": k, "y": -k}), ("s", {k, "s"})]
+        for order in itertools.permutations(items):
+            rows.append([dict(order), len(rows)])
+    return rows
+
+
+def test_dict_keys_built_in_any_order_reach_one_task_each(engine: Engine) -> None:
+    rows = keys_in_every_order(6)
+    spout = FixedTupleSpout(rows, ["key", "i"])
+    by_key, split = CapturingBolt(), CapturingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout, 2)
+    builder.set_bolt("by_key", by_key, 4).fields_grouping("src", Fields("key"))
+    builder.set_bolt("split", split, 4).partial_key_grouping("src", Fields("key"))
+    done = run_to_end(engine, builder, [spout])
+
+    # Fields: all 24 orders of a key at the one task the stable hash picks.
+    router = FieldsRouter(done.tasks("by_key"), [0])
+    tasks_of_user: dict[str, set[int]] = {}
+    for item in by_key.received:
+        tasks_of_user.setdefault(item.values[0]["user"], set()).add(item.task_id)
+    expected = {f"u{k}": {router.target_for_key(rows[24 * k][0])} for k in range(6)}
+    assert tasks_of_user == expected
+    assert len({task for tasks in expected.values() for task in tasks}) > 1
+    assert sorted(r.values[1] for r in by_key.received) == list(range(144))
+
+    # Partial key: each emitter's choice, replayed in its emit order; a key's tuples
+    # reach only its two candidates, whatever the order its dict was built in.
+    targets = done.tasks("split")
+    chosen: dict[int, int] = {}
+    for source, values in emit_order(spout, done.tasks("src")).items():
+        emitter = PartialKeyRouter(targets, [0])  # one per emitter: its own load counts
+        chosen |= {row[1]: emitter.choose(source, row)[0] for row in values}
+    assert {r.values[1]: r.task_id for r in split.received} == chosen
+    candidates = PartialKeyRouter(targets, [0]).candidates
+    for k in range(6):
+        pairs = {candidates([row[0]]) for row in rows[24 * k : 24 * (k + 1)]}
+        assert len(pairs) == 1
+        reached = {chosen[row[1]] for row in rows[24 * k : 24 * (k + 1)]}
+        assert reached == {targets[index] for index in pairs.pop()}
+    assert sorted(spout.acked) == list(range(144))
+
+
+class Opaque:
+    """Compares by identity: no stable hash."""
+
+
+IDENTITY = (
+    "it compares by identity, which differs in every process; group by a field that "
+    "identifies it, or give the class a stable_hash_key() method returning a supported "
+    "value that identifies it"
+)
+
+
+class Tagger(CapturingBolt):
+    """Emits ``[n, payload]`` anchored to each ``[n]``: ``payload`` a dict, or for the
+    ``opaque`` numbers an :class:`Opaque`; then acks (as :class:`CapturingBolt`)."""
+
+    def __init__(self, opaque: tuple[int, ...]) -> None:
+        super().__init__()
+        self.opaque = opaque
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n", "payload"])
+
+    def execute(self, tup: Any) -> None:
+        n = tup.values[0]
+        payload = Opaque() if n in self.opaque else {"n": n, "half": n // 2}
+        self.collector.emit([n, payload], anchors=tup)
+        super().execute(tup)
+
+
+@pytest.mark.parametrize("method", ["fields_grouping", "partial_key_grouping"])
+def test_a_bolt_emitting_a_key_without_stable_hash_fails_its_input(
+    engine: Engine, method: str
+) -> None:
+    spout = numbers(10)
+    sink = CapturingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    builder.set_bolt("tag", Tagger(opaque=(3, 7)), 1).shuffle_grouping("src")
+    getattr(builder.set_bolt("count", sink, 2), method)("tag", ["payload"])
+    done = run_to_end(engine, builder, [spout], failed=2)
+
+    assert sorted(spout.failed) == [3, 7]
+    assert sorted(spout.acked) == [0, 1, 2, 4, 5, 6, 8, 9]
+    assert first_values(sink.received) == [0, 1, 2, 4, 5, 6, 8, 9]
+    tag = done.info.components["tag"]
+    assert (tag.errors_total, tag.failed, tag.acked) == (2, 2, 8)
+    assert [e.error for e in tag.errors] == [
+        "StableHashError: bolt 'count' groups stream 'default' of 'tag' by field 'payload': "
+        f"value of type Opaque cannot be hashed stably ({IDENTITY})"
+    ] * 2
+    assert done.info.components["count"].errors_total == 0
+
+
+def test_a_spout_emitting_a_key_without_stable_hash_reports_the_error(engine: Engine) -> None:
+    rows: list[list[Any]] = [[{"n": n}, n] for n in range(6)]
+    rows[2] = [{"n": Opaque()}, 2]
+    spout = FixedTupleSpout(rows, ["key", "n"])
+    sink = CapturingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    builder.set_bolt("count", sink, 2).fields_grouping("src", ["key"])
+    with engine.running(builder.create_topology()) as run:
+        run.wait_until(lambda: len(spout.acked) == 5 and "src" in run.errors(), engine.timeout)
+        run.wait_idle()
+        errors = run.errors()
+        info = run.info()
+    assert sorted(spout.acked) == [0, 1, 3, 4, 5]
+    assert spout.failed == []
+    assert sorted(r.values[1] for r in sink.received) == [0, 1, 3, 4, 5]
+    assert list(errors) == ["src"]
+    assert [e.error for e in errors["src"]] == [
+        "StableHashError: bolt 'count' groups stream 'default' of 'src' by field 'key': "
+        f"value of type Opaque at ['n'] cannot be hashed stably ({IDENTITY})"
+    ]
+    assert info.components["src"].streams["default"] == {"emitted": 5, "transferred": 5}
 
 
 # --- all, global ----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from decimal import Decimal
 from fractions import Fraction
@@ -11,8 +12,9 @@ import pytest
 from squall import Bolt, Config, CustomStreamGrouping, Fields, Spout, TopologyBuilder
 from squall.model.grouping import GlobalStreamId
 from squall.runtime.context import TopologyContext
+from squall.runtime.hashing import StableHashError
 from squall.runtime.plan import build_plan
-from squall.runtime.routing import build_routes
+from squall.runtime.routing import FieldsRouter, PartialKeyRouter, build_routes
 
 
 class KeySpout(Spout):
@@ -243,6 +245,146 @@ def test_partial_key_balances_a_skewed_key_better_than_fields() -> None:
     assert max(fields.values()) >= 600
     assert max(partial.values()) < max(fields.values())
     assert max(partial.values()) <= 400
+
+
+# -- keys of every type: equal keys, one task; unsupported keys, a clear error -----------
+
+
+def dict_keys_in_every_order() -> list[list[dict]]:
+    """20 distinct dict keys, each built in the 24 insertion orders of its 4 items."""
+    keys = []
+    for i in range(20):
+        items = [("user", f"u{i}"), ("region", ["eu", "us"][i % 2]), ("n", i), ("t", {"a": i})]
+        keys.append([dict(order) for order in itertools.permutations(items)])
+    return keys
+
+
+def test_fields_dict_keys_in_any_insertion_order_reach_one_task() -> None:
+    topology, plan, conf = single_bolt("fields_grouping", 8, ["key"], spout_parallelism=2)
+    targets = plan.component_tasks["b"]
+    assert len(targets) == 8
+    choosers = {s: chooser(topology, plan, conf, s) for s in spout_tasks(plan)}
+    reached = []
+    for orders in dict_keys_in_every_order():
+        assert len(orders) == 24
+        tasks = {
+            choose(source, [key, n, 0])[0]
+            for source, choose in choosers.items()
+            for n, key in enumerate(orders)
+        }
+        assert len(tasks) == 1, f"{orders[0]} reached tasks {sorted(tasks)}"
+        reached.append(tasks.pop())
+    assert set(reached) <= set(targets)
+    assert len(set(reached)) > 1
+
+
+def test_partial_key_dict_keys_in_any_insertion_order_share_two_candidates() -> None:
+    topology, plan, conf = single_bolt("partial_key_grouping", 8, ["key"], spout_parallelism=2)
+    targets = plan.component_tasks["b"]
+    source = spout_tasks(plan)[0]
+    for orders in dict_keys_in_every_order():
+        router = PartialKeyRouter(targets, [0])
+        (pair,) = {router.candidates([key]) for key in orders}
+        candidates = {targets[index] for index in pair}
+        assert len(candidates) == 2
+        # One emitter sending the key 24 times alternates between its two candidates.
+        choose = chooser(topology, plan, conf, source)  # fresh load counts
+        got = Counter(choose(source, [key, 0, 0])[0] for key in orders)
+        assert got == dict.fromkeys(candidates, 12)
+
+
+def test_fields_and_partial_key_treat_equal_values_of_other_types_alike() -> None:
+    equal_groups = [
+        [1, 1.0, True, Decimal(1), Fraction(1)],
+        [{"a": 1, "b": [2]}, {"b": [2.0], "a": True}],
+        [{1, 2}, frozenset({2, 1})],
+        [[{"x": 1, "y": 2}], [{"y": 2, "x": 1}]],
+    ]
+    for method in ("fields_grouping", "partial_key_grouping"):
+        topology, plan, conf = single_bolt(method, 8, ["key", "other"])
+        source = spout_tasks(plan)[0]
+        for group in equal_groups:
+            chosen = set()
+            for value in group:
+                choose = chooser(topology, plan, conf, source)  # fresh load counts
+                chosen.add(tuple(choose(source, [value, "o", 0])))
+            assert len(chosen) == 1, (method, group)
+
+
+class Opaque:
+    """Compares by identity."""
+
+
+IDENTITY = (
+    "it compares by identity, which differs in every process; group by a field that "
+    "identifies it, or give the class a stable_hash_key() method returning a supported "
+    "value that identifies it"
+)
+
+
+@pytest.mark.parametrize("method", ["fields_grouping", "partial_key_grouping"])
+def test_a_value_that_cannot_be_hashed_stably_names_the_grouping_and_field(method: str) -> None:
+    topology, plan, conf = single_bolt(method, 4, ["key", "other"])
+    source = spout_tasks(plan)[0]
+    choose = chooser(topology, plan, conf, source)
+    site = "bolt 'b' groups stream 'default' of 's'"
+    for _ in range(2):  # never cached: the second emit raises too
+        with pytest.raises(StableHashError) as raised:
+            choose(source, [Opaque(), "x", 0])
+        assert str(raised.value) == (
+            f"{site} by field 'key': value of type Opaque cannot be hashed stably ({IDENTITY})"
+        )
+    with pytest.raises(StableHashError) as raised:
+        choose(source, ["fine", {"deep": [Opaque()]}, 0])
+    assert str(raised.value) == (
+        f"{site} by field 'other': value of type Opaque at ['deep'][0] cannot be hashed "
+        f"stably ({IDENTITY})"
+    )
+    # The same object, once more: no cached target lets it through.
+    opaque = Opaque()
+    for _ in range(2):
+        with pytest.raises(StableHashError):
+            choose(source, ["fine", opaque, 0])
+
+
+def test_fields_single_field_error_and_routers_without_names() -> None:
+    topology, plan, conf = single_bolt("fields_grouping", 4, ["other"])
+    source = spout_tasks(plan)[0]
+    choose = chooser(topology, plan, conf, source)
+    with pytest.raises(StableHashError) as raised:
+        choose(source, ["k", Opaque(), 0])
+    assert str(raised.value) == (
+        "bolt 'b' groups stream 'default' of 's' by field 'other': value of type Opaque "
+        f"cannot be hashed stably ({IDENTITY})"
+    )
+    with pytest.raises(StableHashError) as raised:
+        FieldsRouter([1, 2], [2]).choose(0, ["k", 1, Opaque()])
+    assert str(raised.value) == (
+        "a fields grouping by field at position 2: value of type Opaque cannot be hashed "
+        f"stably ({IDENTITY})"
+    )
+    with pytest.raises(StableHashError) as raised:
+        PartialKeyRouter([1, 2], [0, 1]).choose(0, ["k", [Opaque()]])
+    assert str(raised.value) == (
+        "a partial key grouping by field at position 1: value of type Opaque at [0] cannot "
+        f"be hashed stably ({IDENTITY})"
+    )
+
+
+def test_fields_cache_holds_only_plain_keys_and_equal_keys_share_a_target() -> None:
+    router = FieldsRouter(list(range(1, 9)), [0])
+    first = router.choose(0, [1])
+    for equal in (Decimal(1), Fraction(1), 1.0, True, 1):
+        assert router.choose(0, [equal]) == first
+    assert list(router._cache) == [1]
+    router.choose(0, [frozenset({"a"})])
+    router.choose(0, [{"a": 1}])
+    router.choose(0, ["a"])
+    assert list(router._cache) == [1, "a"]
+    pair = FieldsRouter(list(range(1, 9)), [0, 1])
+    pair.choose(0, ["a", 1])
+    pair.choose(0, ["a", Decimal("0.5")])
+    assert list(pair._cache) == [("a", 1)]
 
 
 # -- all, global, direct -----------------------------------------------------------------

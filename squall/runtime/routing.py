@@ -17,7 +17,7 @@ from squall.model.grouping import GlobalStreamId, Grouping, GroupingKind
 from squall.model.topology import StormTopology
 from squall.model.tuple import StreamInfo
 from squall.runtime.context import TopologyContext
-from squall.runtime.hashing import hash_values, stable_hash
+from squall.runtime.hashing import StableHashError, hash_values, stable_hash
 from squall.runtime.plan import TaskPlan
 
 Chooser = Callable[[int, Sequence[Any]], list[int]]
@@ -44,21 +44,85 @@ class ShuffleRouter:
         return [self._order[position]]
 
 
-class FieldsRouter:
-    """Equal values of the grouping fields always reach the same task (stable hash)."""
+#: Key types FieldsRouter caches targets for: immutable, with a Python equality and hash
+#: that agree with the stable hash. Other keys (decimals, dataclasses, values that cannot
+#: be hashed stably) are hashed on every emit, so an unsupported value always raises; a
+#: key equal to a cached one (``Decimal(1)`` and ``1``) finds the equal key's target.
+_CACHED_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
 
-    def __init__(self, targets: list[int], positions: list[int]) -> None:
+
+class GroupingKey:
+    """Names a fields or partial-key grouping in errors about its key values.
+
+    Args:
+        positions: The grouping fields' positions in the emitted values.
+        fields: Their names, in the same order (None: named by position).
+        site: Who groups what, e.g. ``bolt 'count' groups stream 'default' of 'split'``.
+    """
+
+    def __init__(self, positions: Sequence[int], fields: Sequence[str] | None, site: str) -> None:
+        if fields is not None and len(fields) != len(positions):
+            raise ValueError(f"{site}: {len(fields)} field names for {len(positions)} fields")
+        self.names = (
+            [repr(name) for name in fields]
+            if fields is not None
+            else [f"at position {position}" for position in positions]
+        )
+        self.site = site
+
+    def explain(self, key: Sequence[Any], error: StableHashError) -> StableHashError:
+        """``error``, naming the grouping and the first field of ``key`` (the grouping
+        fields' values, in order) whose value cannot be hashed stably."""
+        for name, value in zip(self.names, key, strict=True):
+            try:
+                stable_hash(value)
+            except StableHashError as found:
+                found.context = f"{self.site} by field {name}"
+                return found
+        error.context = self.site
+        return error
+
+
+class FieldsRouter:
+    """Equal values of the grouping fields always reach the same task (stable hash).
+
+    Runs in the emitting task. Targets are cached per key for the common key types
+    (``_CACHED_TYPES``); other keys are hashed on every emit.
+
+    Args:
+        targets: The subscriber's task ids.
+        positions: The grouping fields' positions in the emitted values.
+        fields: The grouping fields' names, for errors (None: named by position).
+        site: Who groups what, for errors.
+    """
+
+    def __init__(
+        self,
+        targets: list[int],
+        positions: list[int],
+        fields: Sequence[str] | None = None,
+        site: str = "a fields grouping",
+    ) -> None:
         self._targets = list(targets)
         self._count = len(targets)
         self._positions = positions
         self._single = positions[0] if len(positions) == 1 else -1
         self._cache: dict[Any, int] = {}
+        self._key = GroupingKey(positions, fields, site)
 
     def target_for_key(self, key: Any) -> int:
-        """The task for a key (a value, or a tuple of values for several fields)."""
-        if self._single >= 0:
-            return self._targets[stable_hash(key) % self._count]
-        return self._targets[hash_values(key) % self._count]
+        """The task for a key (a value, or a tuple of values for several fields).
+
+        Raises:
+            StableHashError: a value cannot be hashed stably; the message names the
+                grouping and the field.
+        """
+        try:
+            if self._single >= 0:
+                return self._targets[stable_hash(key) % self._count]
+            return self._targets[hash_values(key) % self._count]
+        except StableHashError as error:
+            raise self._key.explain([key] if self._single >= 0 else key, error) from None
 
     def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
         if self._single >= 0:
@@ -69,28 +133,52 @@ class FieldsRouter:
             return [self._cache[key]]
         except KeyError:
             target = self.target_for_key(key)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[key] = target
+            if self._cacheable(key):
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = target
             return [target]
-        except TypeError:  # unhashable value (a list, a dict): no caching
+        except TypeError:  # unhashable in Python (a list, a dict): no caching
             return [self.target_for_key(key)]
+
+    def _cacheable(self, key: Any) -> bool:
+        if self._single >= 0:
+            return key.__class__ in _CACHED_TYPES
+        return all(value.__class__ in _CACHED_TYPES for value in key)
 
 
 class PartialKeyRouter:
-    """Each key has two candidate tasks; the one this emitter has sent less to wins."""
+    """Each key has two candidate tasks; the one this emitter has sent less to wins.
 
-    def __init__(self, targets: list[int], positions: list[int]) -> None:
+    Runs in the emitting task; arguments as :class:`FieldsRouter`.
+    """
+
+    def __init__(
+        self,
+        targets: list[int],
+        positions: list[int],
+        fields: Sequence[str] | None = None,
+        site: str = "a partial key grouping",
+    ) -> None:
         self._targets = list(targets)
         self._count = len(targets)
         self._positions = positions
         self._load = [0] * len(targets)
+        self._key = GroupingKey(positions, fields, site)
 
     def candidates(self, values: Sequence[Any]) -> tuple[int, int]:
-        """The two candidate target indexes of a tuple's key."""
+        """The two candidate target indexes of a tuple's key.
+
+        Raises:
+            StableHashError: a value cannot be hashed stably; the message names the
+                grouping and the field.
+        """
         key = [values[p] for p in self._positions]
         count = self._count
-        first = hash_values(key) % count
+        try:
+            first = hash_values(key) % count
+        except StableHashError as error:
+            raise self._key.explain(key, error) from None
         if count == 1:
             return first, first
         # The second choice is drawn among the other tasks, so the two always differ.
@@ -195,12 +283,12 @@ def make_router(
     kind = grouping.kind
     if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
         return ShuffleRouter(targets, source_task).choose
-    if kind is GroupingKind.FIELDS:
-        positions = [source_fields.index(name) for name in grouping.fields or ()]
-        return FieldsRouter(targets, positions).choose
-    if kind is GroupingKind.PARTIAL_KEY:
-        positions = [source_fields.index(name) for name in grouping.fields or ()]
-        return PartialKeyRouter(targets, positions).choose
+    if kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY):
+        fields = list(grouping.fields or ())
+        positions = [source_fields.index(name) for name in fields]
+        site = f"bolt {subscriber!r} groups stream {stream.stream_id!r} of {stream.component_id!r}"
+        router = FieldsRouter if kind is GroupingKind.FIELDS else PartialKeyRouter
+        return router(targets, positions, fields, site).choose
     if kind is GroupingKind.ALL:
         return AllRouter(targets).choose
     if kind is GroupingKind.GLOBAL:
