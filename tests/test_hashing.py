@@ -284,6 +284,7 @@ EQUAL_GROUPS: list[tuple[Any, ...]] = [
     ([{"x": 1, "y": 2}, {"z": [3]}], [{"y": 2, "x": 1}, {"z": [3.0]}]),
     ([{"s": {1, 2}}], [{"s": frozenset({2, 1})}]),
     ({"k": {"a": 1, "b": 2}}, {"k": collections.Counter(b=2, a=1)}),
+    (collections.Counter(a=2), collections.Counter(a=2, b=0), {"a": 2}),
     (Pair(1, "a"), (1, "a"), (1.0, "a")),
     (Point(1, 2, "p"), Point(1.0, 2.0, "q")),
     (Colour.RED, Colour(1), Colour["RED"]),

@@ -15,7 +15,8 @@ The rule: values that are equal in Python hash equally.
 - ``None``; ``tuple`` and ``list`` (namedtuples included) item by item, in order.
 - Mappings (``dict``, ``OrderedDict``, any ``collections.abc.Mapping``) and sets
   (``set``, ``frozenset``, any ``collections.abc.Set``) whatever their order: the
-  hashes of their items are summed, so insertion order does not matter.
+  hashes of their items are summed, so insertion order does not matter. A ``Counter``
+  hashes without its zero counts, as it compares.
 - Enum members: those mixed with a value type (``IntEnum``, ``StrEnum``) as that value,
   which they equal; the others by class and member name.
 - Dataclass instances (with generated equality) by class and compared fields.
@@ -38,6 +39,7 @@ import numbers
 import struct
 import uuid
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from decimal import Decimal
@@ -396,6 +398,8 @@ def _hash_other(value: Any) -> int:
         return _bytes(value)
     if isinstance(value, tuple | list):
         return _sequence(value)
+    if isinstance(value, Counter):  # a Counter equals one without its zero counts
+        return _mapping({key: count for key, count in value.items() if count != 0})
     if isinstance(value, Mapping):
         return _mapping(value)
     if isinstance(value, AbstractSet):
