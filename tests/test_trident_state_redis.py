@@ -28,6 +28,7 @@ from squall.trident.state import (
     StateType,
     TransactionalValue,
 )
+from squall.trident.state.redis_state import redact_url
 from tests.test_trident_state import (
     ALL_TYPES,
     apply_batch,
@@ -182,7 +183,9 @@ def test_unreachable_server_raises_a_clear_error_quickly() -> None:
     factory = RedisMapState.factory(f"redis://127.0.0.1:{port}", socket_timeout=0.5)
     started = time.monotonic()
     with pytest.raises(
-        StateConnectionError, match=rf"RedisMapState cannot reach redis://127\.0\.0\.1:{port}: "
+        StateConnectionError,
+        match=rf"RedisMapState cannot reach redis://127\.0\.0\.1:{port} "
+        r"\(key prefix 'trident:'\): ",
     ):
         make_state(factory)
     assert time.monotonic() - started < 3.0
@@ -207,3 +210,76 @@ def test_server_lost_while_in_use() -> None:
     state.begin_commit(2)
     with pytest.raises(StateConnectionError):
         state.multi_update([("cow",)], [lambda old: old + 1])
+
+
+def test_timeouts_default_come_from_the_options_or_the_url(redis_url: str) -> None:
+    assert "connect_timeout=5, socket_timeout=10, retries=2" in repr(
+        RedisMapState.factory("redis://127.0.0.1:6379/0")
+    )
+    given = RedisMapState.factory(redis_url, socket_timeout=2, connect_timeout=0.5)
+    in_url = RedisMapState.factory(f"{redis_url}?socket_timeout=3&socket_connect_timeout=0.25")
+    both = RedisMapState.factory(f"{redis_url}?socket_timeout=3", socket_timeout=3.0)
+    for factory, connect, reply in [(given, 0.5, 2.0), (in_url, 0.25, 3.0), (both, 5.0, 3.0)]:
+        assert f"connect_timeout={connect:g}, socket_timeout={reply:g}" in repr(factory)
+        state = factory.make_backing_map({}, None, 0, 1)
+        try:
+            assert (state.connect_timeout, state.socket_timeout) == (connect, reply)
+            client_options = state._client.connection_pool.connection_kwargs
+            assert client_options["socket_connect_timeout"] == connect
+            assert client_options["socket_timeout"] == reply
+        finally:
+            state.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "message"),
+    [
+        (
+            "redis://h:1/0",
+            {"socket_timeout": 0},
+            "socket_timeout must be a number of seconds > 0, got 0",
+        ),
+        (
+            "redis://h:1/0",
+            {"connect_timeout": -1},
+            "connect_timeout must be a number of seconds > 0",
+        ),
+        (
+            "redis://h:1/0",
+            {"socket_timeout": "5"},
+            "socket_timeout must be a number of seconds > 0, got '5'",
+        ),
+        (
+            "redis://h:1/0",
+            {"socket_timeout": True},
+            "socket_timeout must be a number of seconds > 0",
+        ),
+        (
+            "redis://:pw@h:1/0?socket_timeout=soon",
+            {},
+            r"socket_timeout in the URL redis://:\*\*\*@h:1/0\?socket_timeout=soon must be a "
+            "number of seconds > 0, got 'soon'",
+        ),
+        (
+            "redis://h:1/0?socket_connect_timeout=2",
+            {"connect_timeout": 1},
+            r"connect_timeout is 1 s but the URL redis://h:1/0\?socket_connect_timeout=2 sets "
+            "socket_connect_timeout=2: give it once",
+        ),
+        ("redis://h:1/0", {"retries": -1}, "retries must be an int >= 0, got -1"),
+    ],
+)
+def test_bad_timeouts_and_retries_are_named(
+    url: str, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=f"RedisMapState {message}"):
+        RedisMapState.factory(url, **options)
+
+
+def test_a_password_in_the_url_query_is_hidden_too() -> None:
+    factory = RedisMapState.factory("redis://127.0.0.1:6379/0?password=s3cret&socket_timeout=2")
+    assert "s3cret" not in repr(factory)
+    assert "redis://127.0.0.1:6379/0?password=***&socket_timeout=2" in repr(factory)
+    assert redact_url("unix:///run/redis.sock?db=1&password=s3cret") == (
+        "unix:///run/redis.sock?db=1&password=***"
+    )

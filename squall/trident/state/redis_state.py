@@ -4,10 +4,17 @@ A key is stored at ``key_prefix`` + the JSON array of its group-by values (for e
 ``trident:["cow"]``), its value as JSON (see :mod:`squall.trident.state.serialization`;
 values must be JSON-serialisable and tuples come back as lists). Reads are one ``MGET``,
 writes one ``MSET`` in a ``MULTI``/``EXEC`` pipeline, so a batch's writes are atomic.
+
+Every command is bounded in time: connecting by ``connect_timeout`` (default 5 s), each
+reply by ``socket_timeout`` (default 10 s). A server that is down, unreachable or frozen
+therefore fails the batch with a :class:`StateConnectionError` naming the state and the
+server (its password hidden) instead of stalling it; the engines replay the batch after
+their retry back-off.
 """
 
 from __future__ import annotations
 
+import math
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +34,12 @@ if TYPE_CHECKING:
     import redis
 
 DEFAULT_KEY_PREFIX = "trident:"
+#: Seconds to open a connection (when neither the factory nor the URL says).
+DEFAULT_CONNECT_TIMEOUT = 5.0
+#: Seconds to wait for each reply (when neither the factory nor the URL says).
+DEFAULT_SOCKET_TIMEOUT = 10.0
+#: Factory option -> the URL query parameter redis-py reads for it.
+_URL_TIMEOUTS = {"connect_timeout": "socket_connect_timeout", "socket_timeout": "socket_timeout"}
 #: Keys per ``MGET``/``MSET`` command.
 _CHUNK = 10_000
 _SCHEMES = ("redis", "rediss", "unix")
@@ -35,19 +48,97 @@ _Result = TypeVar("_Result")
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password, if any, replaced by ``***`` (for error messages)."""
+    """``url`` with its password, if any (``user:password@`` or a ``password`` query
+    parameter), replaced by ``***`` (for error messages)."""
     parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    redacted = url
+    if parts.password is not None:
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        user = parts.username or ""
+        redacted = urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(name.lower() == "password" for name, _ in pairs):
+        hidden = [(n, "***" if n.lower() == "password" else v) for n, v in pairs]
+        head, _, tail = redacted.partition("?")
+        _, hash_mark, fragment = tail.partition("#")
+        redacted = f"{head}?{urllib.parse.urlencode(hidden, safe='*')}{hash_mark}{fragment}"
+    return redacted
 
 
 def _check_url(url: Any) -> str:
     if not isinstance(url, str) or urllib.parse.urlsplit(url).scheme not in _SCHEMES:
         raise ValueError(f"RedisMapState needs a redis://, rediss:// or unix:// URL, got {url!r}")
     return url
+
+
+def _seconds(name: str, value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"RedisMapState {name} must be a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _timeout(url: str, name: str, given: float | None, default: float) -> float:
+    """The effective ``name`` timeout: the factory's option or the URL's query parameter
+    (they must agree when both are given), else ``default``."""
+    parameter = _URL_TIMEOUTS[name]
+    values = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).get(parameter)
+    in_url: float | None = None
+    if values:
+        try:
+            in_url = _seconds(f"{parameter} (in the URL)", float(values[-1]))
+        except ValueError:
+            raise ValueError(
+                f"RedisMapState {parameter} in the URL {redact_url(url)} must be a number "
+                f"of seconds > 0, got {values[-1]!r}"
+            ) from None
+    if given is None:
+        return default if in_url is None else in_url
+    seconds = _seconds(name, given)
+    if in_url is not None and in_url != seconds:
+        raise ValueError(
+            f"RedisMapState {name} is {seconds:g} s but the URL {redact_url(url)} sets "
+            f"{parameter}={in_url:g}: give it once"
+        )
+    return seconds
+
+
+def resolve_timeouts(
+    url: str, connect_timeout: float | None, socket_timeout: float | None
+) -> tuple[float, float]:
+    """``(connect, socket)`` timeouts in seconds: each from the option if given, else
+    from the URL's ``socket_connect_timeout``/``socket_timeout`` query parameters, else
+    the defaults (5 s, 10 s).
+
+    Raises:
+        ValueError: a timeout is not a number > 0, or the option and the URL disagree.
+    """
+    return (
+        _timeout(url, "connect_timeout", connect_timeout, DEFAULT_CONNECT_TIMEOUT),
+        _timeout(url, "socket_timeout", socket_timeout, DEFAULT_SOCKET_TIMEOUT),
+    )
+
+
+def _check_retries(retries: Any) -> int:
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"RedisMapState retries must be an int >= 0, got {retries!r}")
+    return retries
+
+
+def state_label(key_prefix: str, context: Any, partition_index: int, num_partitions: int) -> str:
+    """How errors name a state: its key prefix and, in a task, the component and
+    partition holding it."""
+    component = getattr(context, "component_id", None)
+    if component is None:
+        return f"key prefix {key_prefix!r}"
+    return (
+        f"key prefix {key_prefix!r}, component {component!r} "
+        f"partition {partition_index} of {num_partitions}"
+    )
 
 
 def _glob_escape(text: str) -> str:
@@ -58,10 +149,13 @@ class RedisMapState(BackingMap):
     """A backing map in a Redis server.
 
     Runs in the owning task; thread-safe (the client's connection pool opens a connection
-    per concurrent caller, and again after a fork). Connection errors are retried
-    ``retries`` times with a short backoff, then raise :class:`StateConnectionError`
-    naming the URL (its password hidden). Writes are durable as far as the server's
-    persistence settings make them.
+    per concurrent caller, and again after a fork). A command whose connection breaks
+    is retried ``retries`` times on a new connection, with a short backoff. A server
+    that refuses the connection, or does not accept it within ``connect_timeout`` or
+    answer within ``socket_timeout`` (frozen, overloaded, cut off), raises
+    :class:`StateConnectionError` at once, naming the state and the URL (its password
+    hidden): waiting longer than the timeout is the engine's retry back-off's job.
+    Writes are durable as far as the server's persistence settings make them.
     """
 
     def __init__(
@@ -69,21 +163,28 @@ class RedisMapState(BackingMap):
         url: str,
         state_type: StateType = StateType.OPAQUE,
         key_prefix: str = DEFAULT_KEY_PREFIX,
-        socket_timeout: float = 5.0,
+        socket_timeout: float | None = None,
         retries: int = 2,
+        connect_timeout: float | None = None,
+        label: str | None = None,
     ) -> None:
         """Connect to ``url`` and check the server answers (``PING``).
 
         Args:
             url: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` or
-                ``unix://``.
+                ``unix://``; its query may set ``socket_timeout`` and
+                ``socket_connect_timeout`` (seconds), as redis-py reads them.
             state_type: decides the stored format.
             key_prefix: prepended to every key; give each state of a server its own.
-            socket_timeout: seconds to connect and to wait for a reply.
-            retries: how often a command failing on the connection is retried.
+            socket_timeout: seconds to wait for each reply (default: the URL's, else
+                10).
+            retries: how often a command whose connection broke is retried.
+            connect_timeout: seconds to open a connection (default: the URL's, else 5).
+            label: how errors name this state (default: its key prefix).
 
         Raises:
             StateConnectionError: the server cannot be reached.
+            ValueError: a timeout or ``retries`` is invalid.
         """
         import redis
         from redis.backoff import ExponentialBackoff
@@ -93,13 +194,26 @@ class RedisMapState(BackingMap):
         self.url = _check_url(url)
         #: Prepended to every key.
         self.key_prefix = key_prefix
+        #: Seconds to open a connection and to wait for a reply.
+        self.connect_timeout, self.socket_timeout = resolve_timeouts(
+            url, connect_timeout, socket_timeout
+        )
+        #: How errors name this state.
+        self.label = label or state_label(key_prefix, None, 0, 1)
         self._serializer = serializer_for(check_state_type(state_type))
+        self._timeout_error = redis.TimeoutError
         self._connection_errors = (redis.ConnectionError, redis.TimeoutError)
         self._client: redis.Redis = redis.Redis.from_url(
             url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
-            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
+            socket_timeout=self.socket_timeout,
+            socket_connect_timeout=self.connect_timeout,
+            # A broken connection is worth one more try on a new one; a timeout is not
+            # (a frozen server would hold the batch for retries x the timeout).
+            retry=Retry(
+                ExponentialBackoff(cap=1.0, base=0.05),
+                _check_retries(retries),
+                supported_errors=(redis.ConnectionError,),
+            ),
         )
         self._call(self._client.ping)
 
@@ -110,22 +224,30 @@ class RedisMapState(BackingMap):
         state_type: StateType = StateType.OPAQUE,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         cache_size: int = 1000,
-        socket_timeout: float = 5.0,
+        socket_timeout: float | None = None,
         retries: int = 2,
+        connect_timeout: float | None = None,
     ) -> RedisMapStateFactory:
         """A factory of map states of ``state_type`` over the Redis server at ``url``.
 
         Runs where the topology is declared (nothing is connected there).
 
         Args:
-            url: the server, e.g. ``redis://127.0.0.1:6379/0``.
+            url: the server, e.g. ``redis://127.0.0.1:6379/0``; the query may set
+                ``socket_timeout`` and ``socket_connect_timeout`` in seconds
+                (``redis://host:6379/0?socket_timeout=2``) instead of the options.
             state_type: the map state wrapped around the server's keys.
             key_prefix: prepended to every key; give each state of a server its own.
             cache_size: keys of the per-partition :class:`CachedMap` (0: none). The cache
                 assumes the partition is the only writer of its keys; use 0 when other
                 programs write the same keys.
-            socket_timeout: seconds to connect and to wait for a reply.
-            retries: how often a command failing on the connection is retried.
+            socket_timeout: seconds to wait for each reply (default 10).
+            retries: how often a command whose connection broke is retried.
+            connect_timeout: seconds to open a connection (default 5).
+
+        Raises:
+            ValueError: the URL is not a Redis URL, a timeout is not a number > 0 or
+                disagrees with the URL's, or ``retries`` is not an int >= 0.
         """
         return RedisMapStateFactory(
             url=url,
@@ -134,6 +256,7 @@ class RedisMapState(BackingMap):
             cache_size=cache_size,
             socket_timeout=socket_timeout,
             retries=retries,
+            connect_timeout=connect_timeout,
         )
 
     @staticmethod
@@ -163,8 +286,15 @@ class RedisMapState(BackingMap):
         try:
             return function()
         except self._connection_errors as error:
+            reason = str(error)
+            if isinstance(error, self._timeout_error):
+                if "connect" in reason.lower():
+                    waited = f"no connection within connect_timeout={self.connect_timeout:g} s"
+                else:
+                    waited = f"no reply within socket_timeout={self.socket_timeout:g} s"
+                reason = f"{waited} ({reason})"
             raise StateConnectionError(
-                f"RedisMapState cannot reach {redact_url(self.url)}: {error}"
+                f"RedisMapState cannot reach {redact_url(self.url)} ({self.label}): {reason}"
             ) from error
 
     def _mget(self, names: list[Any]) -> list[bytes | None]:
@@ -236,8 +366,11 @@ class RedisMapStateFactory(MapStateFactory):
     state_type: StateType = StateType.OPAQUE
     key_prefix: str = DEFAULT_KEY_PREFIX
     cache_size: int = 1000
-    socket_timeout: float = 5.0
+    #: ``None``: the URL's ``socket_timeout``, else 10 s.
+    socket_timeout: float | None = None
     retries: int = 2
+    #: ``None``: the URL's ``socket_connect_timeout``, else 5 s.
+    connect_timeout: float | None = None
 
     def __post_init__(self) -> None:
         _check_url(self.url)
@@ -245,18 +378,22 @@ class RedisMapStateFactory(MapStateFactory):
         check_cache_size(self.cache_size)
         if not isinstance(self.key_prefix, str):
             raise TypeError(f"key_prefix must be a str, got {self.key_prefix!r}")
+        resolve_timeouts(self.url, self.connect_timeout, self.socket_timeout)
+        _check_retries(self.retries)
 
     def __repr__(self) -> str:
+        connect, socket = resolve_timeouts(self.url, self.connect_timeout, self.socket_timeout)
         return (
             f"RedisMapStateFactory(url={redact_url(self.url)!r}, state_type={self.state_type}, "
             f"key_prefix={self.key_prefix!r}, cache_size={self.cache_size}, "
-            f"socket_timeout={self.socket_timeout}, retries={self.retries})"
+            f"connect_timeout={connect:g}, socket_timeout={socket:g}, retries={self.retries})"
         )
 
     def make_backing_map(
         self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
     ) -> RedisMapState:
-        """Connect to the server. Runs in the task's process.
+        """Connect to the server. Runs in the task's process; errors name the task's
+        component and partition (``context``, if given) and the key prefix.
 
         Raises:
             StateConnectionError: the server cannot be reached.
@@ -267,4 +404,6 @@ class RedisMapStateFactory(MapStateFactory):
             key_prefix=self.key_prefix,
             socket_timeout=self.socket_timeout,
             retries=self.retries,
+            connect_timeout=self.connect_timeout,
+            label=state_label(self.key_prefix, context, partition_index, num_partitions),
         )
