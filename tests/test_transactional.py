@@ -837,7 +837,14 @@ def test_timed_out_batch_is_replayed_exactly_once(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:
     record, database, emits, gate = SharedRecord(), gc.Database(), Emits(), Gate()
-    conf = base_conf(pending=1, **{Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3})
+    # The replay starts at once (no retry back-off): this clock moves only when told.
+    conf = base_conf(
+        pending=1,
+        **{
+            Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3,
+            Config.TOPOLOGY_TRIDENT_BATCH_RETRY_INITIAL_MILLIS: 0,
+        },
+    )
     topology = build(record, database, extra={"slow": HoldOnce(4, gate)})
 
     manual_cluster.submit_topology("tx", conf, topology, emit_listener=emits)
@@ -884,7 +891,14 @@ def test_timed_out_commit_is_retried_and_skipped_by_the_stored_txid(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:
     record, database, emits, gate = SharedRecord(), gc.Database(), Emits(), Gate()
-    conf = base_conf(pending=2, **{Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3})
+    # The replay starts at once (no retry back-off): this clock moves only when told.
+    conf = base_conf(
+        pending=2,
+        **{
+            Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3,
+            Config.TOPOLOGY_TRIDENT_BATCH_RETRY_INITIAL_MILLIS: 0,
+        },
+    )
     committer = HoldingCommitter(database, record, 4, gate)
 
     manual_cluster.submit_topology(
@@ -1360,6 +1374,8 @@ def test_late_tuples_of_a_superseded_attempt_do_not_disturb_its_replay(
             Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3,
             Config.TOPOLOGY_WORKERS: 2,
             Config.TOPOLOGY_ACKER_EXECUTORS: 1,
+            # The replay starts at once (no retry back-off): this clock moves only when told.
+            Config.TOPOLOGY_TRIDENT_BATCH_RETRY_INITIAL_MILLIS: 0,
         },
     )
 

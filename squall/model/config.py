@@ -29,6 +29,11 @@ class Config(dict[str, Any]):
     TOPOLOGY_TRANSACTIONAL_ID = "topology.transactional.id"
     TOPOLOGY_TRANSACTIONAL_STATE_DIR = "topology.transactional.state.dir"
     TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS = "topology.trident.batch.emit.interval.millis"
+    #: Wait after a batch's first failure before it is run again (doubling per
+    #: consecutive failure; 0: no wait).
+    TOPOLOGY_TRIDENT_BATCH_RETRY_INITIAL_MILLIS = "topology.trident.batch.retry.initial.millis"
+    #: The longest wait between two attempts of a failing batch.
+    TOPOLOGY_TRIDENT_BATCH_RETRY_MAX_MILLIS = "topology.trident.batch.retry.max.millis"
     TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS = "topology.error.throttle.interval.secs"
     TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL = "topology.max.error.report.per.interval"
 

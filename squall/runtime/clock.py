@@ -13,6 +13,19 @@ class Clock:
         """Milliseconds since an arbitrary fixed origin."""
         return time.monotonic() * 1000.0
 
+    def sleep_ms(self, ms: float, wake: threading.Event | None = None) -> bool:
+        """Block the calling thread for ``ms`` milliseconds, or until ``wake`` is set.
+
+        Runs in the caller's thread (a batch runner waiting before a retry).
+
+        Returns:
+            Whether ``wake`` was set (the wait may have ended early).
+        """
+        if wake is None:
+            time.sleep(max(0.0, ms) / 1000.0)
+            return False
+        return wake.wait(max(0.0, ms) / 1000.0)
+
 
 class ManualClock(Clock):
     """A clock that moves only when told to: ``advance(ms)``. For tests.
@@ -38,6 +51,12 @@ class ManualClock(Clock):
     def advance_secs(self, seconds: float) -> float:
         """Move time forward by ``seconds``."""
         return self.advance(seconds * 1000.0)
+
+    def sleep_ms(self, ms: float, wake: threading.Event | None = None) -> bool:
+        """Move time forward by ``ms`` at once instead of blocking (the schedule of
+        waits is exact and costs no real time); whether ``wake`` is set."""
+        self.advance(max(0.0, ms))
+        return wake is not None and wake.is_set()
 
 
 SYSTEM_CLOCK = Clock()

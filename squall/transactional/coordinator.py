@@ -12,6 +12,7 @@ from squall.model.components import Spout
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
+from squall.runtime.backoff import RetryBackoff
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
@@ -47,9 +48,13 @@ class TransactionalSpoutCoordinator(Spout):
     ``topology.max.spout.pending`` (default 1) are in flight and the user's coordinator
     ``is_ready``, at most one new transaction every
     ``topology.trident.batch.emit.interval.millis`` (default 50 ms; 0: no pause).
-    Each transaction's metadata is decided once and stored, and the last
-    committed txid is stored when a commit completes, so a restarted topology (same
-    ``topology.transactional.state.dir``) continues where it left off.
+    After a failed transaction nothing starts (neither its replay nor a later
+    transaction) until the back-off of :class:`~squall.runtime.backoff.RetryBackoff` has
+    passed on the task's clock (``topology.trident.batch.retry.initial.millis``, doubling
+    per consecutive failure up to ``topology.trident.batch.retry.max.millis``); a
+    completed commit resets it. Each transaction's metadata is decided once and stored,
+    and the last committed txid is stored when a commit completes, so a restarted
+    topology (same ``topology.transactional.state.dir``) continues where it left off.
     """
 
     def __init__(self, spout: Any, transactional_id: str) -> None:
@@ -61,12 +66,14 @@ class TransactionalSpoutCoordinator(Spout):
         declarer.declare_stream(COMMIT_STREAM, ["attempt"])
 
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
-        """Transactional topologies need acking: their batches complete through it."""
+        """Transactional topologies need acking: their batches complete through it; the
+        retry back-off must be valid."""
         if conf.get(Config.TOPOLOGY_ACKER_EXECUTORS) == 0:
             raise InvalidTopologyError(
                 f"transactional topology {self.transactional_id!r} needs acking to know "
                 "when batches complete: topology.acker.executors must not be 0"
             )
+        RetryBackoff.from_conf(conf, f"component {component_id!r}")
 
     def open(
         self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
@@ -83,6 +90,9 @@ class TransactionalSpoutCoordinator(Spout):
         interval = conf.get(Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS)
         self.emit_interval_ms = float(DEFAULT_EMIT_INTERVAL_MS if interval is None else interval)
         self.last_start_ms: float | None = None
+        self.backoff = RetryBackoff.from_conf(conf, f"component {context.component_id!r}")
+        #: No transaction starts before this time (the clock's ms) after a failure.
+        self.retry_at_ms: float | None = None
 
     def next_tuple(self) -> None:
         self._commit_next()
@@ -98,6 +108,10 @@ class TransactionalSpoutCoordinator(Spout):
         self.collector.emit([attempt], msg_id=("commit", attempt), stream=COMMIT_STREAM)
 
     def _start_transactions(self) -> None:
+        if self.retry_at_ms is not None:
+            if self.clock.now_ms() < self.retry_at_ms:
+                return
+            self.retry_at_ms = None
         txid = self.last_committed + 1
         while len(self.active) < self.max_in_flight:
             if (
@@ -146,6 +160,7 @@ class TransactionalSpoutCoordinator(Spout):
             return
         txid = attempt.transaction_id
         del self.active[txid]
+        self.backoff.succeeded()
         self.last_committed = txid
         self.store.put(self.namespace, _LAST_COMMITTED, txid)
         self.store.delete(self.namespace, txid_key(txid - 1))
@@ -156,9 +171,11 @@ class TransactionalSpoutCoordinator(Spout):
         current = self.active.get(txid)
         if current is None or current.attempt != attempt:
             return
-        # This transaction and every later one are replayed with new attempts.
+        # This transaction and every later one are replayed with new attempts, once the
+        # back-off has passed.
         for later in [t for t in self.active if t >= txid]:
             del self.active[later]
+        self.retry_at_ms = self.clock.now_ms() + self.backoff.failed()
         failed = getattr(self.coordinator, "transaction_failed", None)
         if callable(failed):
             # The coordinator may replace the transaction's metadata (e.g. give up).
@@ -171,9 +188,16 @@ class TransactionalSpoutCoordinator(Spout):
     def close(self) -> None:
         self.coordinator.close()
 
-    def metrics(self) -> dict[str, int]:
-        """Counters for ``get_topology_info``: last committed txid, transactions active."""
-        return {"last_committed_txid": self.last_committed, "active_transactions": len(self.active)}
+    def metrics(self) -> dict[str, float]:
+        """Counters for ``get_topology_info``: last committed txid, transactions active,
+        consecutive failed transactions since the last commit and the back-off they
+        cause (ms; 0 when the last transaction committed)."""
+        return {
+            "last_committed_txid": self.last_committed,
+            "active_transactions": len(self.active),
+            "consecutive_failures": self.backoff.failures,
+            "retry_backoff_ms": self.backoff.delay_ms,
+        }
 
 
 class _NotReady:
