@@ -16,6 +16,7 @@ import cloudpickle
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.topology import StormTopology
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.spark.batchbolts import forget as forget_batch_bolts
@@ -77,6 +78,9 @@ class SparkCluster(TopologyRegistry[_Running]):
         checkpoint_dir: where query checkpoints and spout logs live (default: a new
             temporary directory).
         spark_conf: extra Spark configuration for a session this cluster creates.
+        clock: what the driver waits on between the attempts of a failed micro-batch;
+            tests pass a :class:`~squall.runtime.clock.ManualClock` (its waits are
+            instant and exact).
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         spark: Any = None,
         checkpoint_dir: str | None = None,
         spark_conf: dict[str, Any] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if spark is None:
             from pyspark.sql import SparkSession
@@ -97,6 +102,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         self.spark = spark
         self.spark.dataSource.register(SpoutSource)
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="squall-spark-")
+        self.clock = clock or SYSTEM_CLOCK
 
     def submit_topology(
         self, name: str, conf: dict[str, Any] | None, topology: StormTopology
@@ -190,7 +196,9 @@ class SparkCluster(TopologyRegistry[_Running]):
                 reader = reader.option("drpc_host", host).option("drpc_port", str(port))
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = BatchRunner(plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint))
+        runner = BatchRunner(
+            plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint), self.clock
+        )
         interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         assert frame is not None
         query = (
@@ -249,7 +257,9 @@ class SparkCluster(TopologyRegistry[_Running]):
                 reader = reader.option("ticks", str(tick_secs))
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = CoreRunner(core, setup_path, self.spark, logs, OffsetLog(checkpoint), stats_paths)
+        runner = CoreRunner(
+            core, setup_path, self.spark, logs, OffsetLog(checkpoint), stats_paths, self.clock
+        )
         interval = int(core.conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         assert frame is not None
         query = (

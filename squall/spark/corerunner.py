@@ -16,23 +16,22 @@ the spouts' sources, whose tasks call ``ack``/``fail`` before their next batch.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 from squall.model.grouping import GroupingKind
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
 from squall.spark.coreplan import BoltStagePlan, CorePlan
 from squall.spark.coresource import read_spout_stats, write_outcome
 from squall.spark.offsets import OffsetLog
-from squall.spark.runner import DEFAULT_RETRIES, RETRIES_KEY, BatchFigures
+from squall.spark.retries import BatchRetries
+from squall.spark.runner import BatchFigures
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.taskstate import CORE_SCHEMA, collection_paused
-
-logger = logging.getLogger("squall")
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
 SPOUTS = "$spouts"
@@ -66,8 +65,9 @@ class CoreRunner:
     """The ``foreachBatch`` function of a core topology on Spark.
 
     A failed batch (an engine or Spark error: a user exception only fails its tuple) is
-    run again, up to ``topology.spark.batch.retries`` times; bolt tasks start it again
-    from their snapshots, so state is applied once.
+    run again, up to ``topology.spark.batch.retries`` times, each time after the
+    back-off of :class:`~squall.spark.retries.BatchRetries` on ``clock``; bolt tasks
+    start it again from their snapshots, so state is applied once.
     """
 
     def __init__(
@@ -78,6 +78,7 @@ class CoreRunner:
         logs: dict[str, SpoutLog],
         offsets: OffsetLog,
         stats_paths: dict[str, str],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.core = core
         self.setup_path = setup_path
@@ -87,7 +88,7 @@ class CoreRunner:
         self.stats_paths = stats_paths
         self.reports = spark.sparkContext.accumulator({}, ReportsParam())
         self.figures = BatchFigures()
-        self.retries = int(core.conf.get(RETRIES_KEY, DEFAULT_RETRIES))
+        self.attempts = BatchRetries(core.conf, self.figures, clock, f"topology {core.name!r}")
         #: Per bolt task: its counters, and its component's own metrics (last report).
         self.bolts: dict[tuple[str, int], TaskStats] = {
             (stage.component_id, index): TaskStats(stage.component_id, task_id)
@@ -97,24 +98,22 @@ class CoreRunner:
         self.custom: dict[tuple[str, int], dict[str, float]] = {}
         self.last_tick: dict[str, float] = {}
         #: Trees acked and failed per spout (from the ledger).
-        self.stopping = False
         self.tuples_total = 0
+
+    @property
+    def stopping(self) -> bool:
+        """Set when the topology is killed: an interrupted batch is not run again."""
+        return self.attempts.stopping
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        if value:
+            self.attempts.stop()
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
         ranges = self.offsets.ranges(batch_id)
-        for attempt in range(self.retries + 1):
-            try:
-                failed = self._run(frame, batch_id, attempt)
-                break
-            except Exception as exc:
-                if self.stopping:  # killed: the batch was interrupted, not failed
-                    raise
-                self.figures.record(exc)
-                if attempt == self.retries:
-                    raise
-                self.figures.retries += 1
-                logger.warning("batch %d failed (%s); running it again", batch_id, exc)
+        failed = self.attempts.run(batch_id, lambda attempt: self._run(frame, batch_id, attempt))
         rows = 0
         for component_id, log in self.logs.items():
             for index in ranges.get(component_id, range(0)):

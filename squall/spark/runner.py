@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import traceback
 from collections import defaultdict, deque
 from functools import reduce
 from typing import Any
 
+from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.batchbolts import BatchBoltStage
 from squall.spark.figures import Figures, FiguresParam, zero
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import QueryPlan, SegmentPlan
+from squall.spark.retries import BatchRetries
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
@@ -21,12 +22,8 @@ from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
 from squall.trident.state.memory_state import MemoryMapStateFactory
 
-logger = logging.getLogger("squall")
-
-RETRIES_KEY = "topology.spark.batch.retries"
 #: Batches whose durations ``get_topology_info`` summarizes (median).
 RECENT_BATCHES = 100
-DEFAULT_RETRIES = 3
 #: Source kinds whose batches are emitted on executors (while the frame is computed).
 EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
 #: The frame key of a query's sources (one frame: the union of their rows).
@@ -111,8 +108,9 @@ class BatchRunner:
     """The ``foreachBatch`` function of a query (Trident or transactional) on Spark.
 
     Batch ``batch_id`` is transaction ``batch_id + 1``. A failed batch is run again, up
-    to ``topology.spark.batch.retries`` times, under the same txid: transactional and
-    opaque state apply it once.
+    to ``topology.spark.batch.retries`` times, under the same txid (transactional and
+    opaque state apply it once), each time after the back-off of
+    :class:`~squall.spark.retries.BatchRetries` on ``clock``.
     """
 
     def __init__(
@@ -123,6 +121,7 @@ class BatchRunner:
         spark: Any,
         logs: dict[str, SpoutLog],
         offsets: OffsetLog,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.plan = plan
         self.logs = logs
@@ -139,9 +138,8 @@ class BatchRunner:
             for s in plan.segments
         }
         self.stage_figures: dict[str, Figures] = {s.component_id: zero() for s in plan.segments}
-        self.retries = int(conf.get(RETRIES_KEY, DEFAULT_RETRIES))
-        #: Set when the topology is killed: an interrupted batch is not run again.
-        self.stopping = False
+        topology = run_key.rsplit("-", 1)[0]  # the run key is "<topology name>-<uuid>"
+        self.attempts = BatchRetries(conf, self.figures, clock, f"topology {topology!r}")
         self.returns: DRPCReturns | None = None
         drpc = plan.drpc
         if drpc is not None:
@@ -150,6 +148,16 @@ class BatchRunner:
                 for processor in segment.segment.processors:
                     if isinstance(processor, DRPCReturnProcessor):
                         processor.resolver = self.returns
+
+    @property
+    def stopping(self) -> bool:
+        """Set when the topology is killed: an interrupted batch is not run again."""
+        return self.attempts.stopping
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        if value:
+            self.attempts.stop()
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -161,28 +169,24 @@ class BatchRunner:
             if not indexes:
                 return
             request_id = self.logs[drpc.component_id].meta(indexes[-1])
-        for attempt in range(self.retries + 1):
-            try:
-                if self.returns is not None:
-                    self.returns.requests[batch_id + 1] = request_id
-                for source in self.plan.sources:  # emitters on executors read it
-                    for index in ranges.get(source.component_id, range(0)):
-                        self.logs[source.component_id].set_attempt(index, attempt)
-                self._run(frame, batch_id, ranges, attempt)
-                break
-            except Exception as exc:
-                if self.stopping:  # killed: the batch was interrupted, not failed
-                    raise
-                self.figures.record(exc)
-                if attempt == self.retries:
-                    if self.returns is None:
-                        raise
-                    # A DRPC request fails alone: its client gets the error, the stream
-                    # goes on with the next request.
-                    self.returns.requests.pop(batch_id + 1, None)
-                    self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
-                self.figures.retries += 1
-                logger.warning("batch %d failed (%s); running it again", batch_id, exc)
+
+        def attempt(number: int) -> None:
+            if self.returns is not None:
+                self.returns.requests[batch_id + 1] = request_id
+            for source in self.plan.sources:  # emitters on executors read it
+                for index in ranges.get(source.component_id, range(0)):
+                    self.logs[source.component_id].set_attempt(index, number)
+            self._run(frame, batch_id, ranges, number)
+
+        try:
+            self.attempts.run(batch_id, attempt)
+        except Exception as exc:
+            if self.returns is None or self.stopping:
+                raise
+            # A DRPC request fails alone: its client gets the error, the stream goes on
+            # with the next request.
+            self.returns.requests.pop(batch_id + 1, None)
+            self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
         rows = self._count(ranges)
         self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
 
