@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from squall.local.backpressure import build_gates
 from squall.local.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
@@ -185,6 +186,15 @@ class RunningTopology:
         def backpressure() -> bool:
             return any(len(inbox) > high_water for inbox in bolt_inboxes)
 
+        gates = build_gates(
+            self.topology,
+            self.plan,
+            self.inboxes,
+            {task: runner.stats.routes for task, runner in self.runners.items()},
+            high_water,
+        )
+        for task, runner in self.runners.items():
+            runner.gate = gates[task]
         idle_sleep = float(conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
         workers = []
         for index in range(self.plan.num_workers):

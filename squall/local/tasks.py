@@ -12,6 +12,7 @@ from collections import deque
 from time import perf_counter
 from typing import Any
 
+from squall.local.backpressure import OutputGate
 from squall.model.components import BasicBolt, Spout
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import Tuple
@@ -42,6 +43,8 @@ class TaskRunner(ABC):
         self.inbox = inbox
         self.task_id = context.task_id
         self.component_id = context.component_id
+        #: Set by the engine: holds the task back while a queue it feeds is full.
+        self.gate: OutputGate | None = None
 
     @abstractmethod
     def start(self) -> None:
@@ -85,18 +88,38 @@ class BoltRunner(TaskRunner):
             self.stats.record_error(exc)
 
     def run_batch(self, limit: int, now_ms: float) -> int:
-        inbox = self.inbox
-        count = len(inbox)
+        count = len(self.inbox)
         if not count:
             return 0
         if count > limit:
             count = limit
+        gate = self.gate
+        if gate is None or not gate.watching:
+            return self._run(count, None)
+        # Held back while a queue this task feeds is full (see squall.local.backpressure).
+        meter = gate.meter
+        done = 0
+        while done < count:
+            budget = gate.budget()
+            if not budget:
+                break
+            ran = self._run(count - done, meter, meter.transferred + budget)
+            if not ran:
+                break
+            done += ran
+        return done
+
+    def _run(self, count: int, meter: Any = None, stop_at: int = 0) -> int:
+        """Execute up to ``count`` inbox tuples. With a ``meter`` (an object whose
+        ``transferred`` counts what the task has sent), stop before an execute once it
+        reaches ``stop_at``. Returns how many tuples ran."""
+        inbox = self.inbox
         popleft = inbox.popleft
         collector = self.collector
         stats = self.stats
         started = perf_counter()
         if self.basic:
-            self._run_basic(count, popleft, collector)
+            count = self._run_basic(count, popleft, collector, meter, stop_at)
             # A basic bolt acks as execute returns: its process latency is its execute time.
             stats.process_secs += perf_counter() - started
             stats.process_count += count
@@ -105,24 +128,35 @@ class BoltRunner(TaskRunner):
             collector.sample_tuple = inbox[0]
             collector.sample_start = started
             execute = self.component.execute
-            for _ in range(count):
+            ran = count
+            for index in range(count):
+                if meter is not None and meter.transferred >= stop_at:
+                    ran = index
+                    break
                 tup = popleft()
                 try:
                     execute(tup)
                 except Exception as exc:
                     self._failed(tup, exc)
+            count = ran
             collector.sample_tuple = None
         stats.busy_secs += perf_counter() - started
         stats.executed += count
         return count
 
-    def _run_basic(self, count: int, popleft: Any, collector: OutputCollector) -> None:
+    def _run_basic(
+        self, count: int, popleft: Any, collector: OutputCollector, meter: Any, stop_at: int
+    ) -> int:
         basic = self.basic_collector
         execute = self.component.execute
         pending = collector.pending_acks
         pending_get = pending.get
         failures = acked_by_collector = 0
-        for _ in range(count):
+        ran = count
+        for index in range(count):
+            if meter is not None and meter.transferred >= stop_at:
+                ran = index
+                break
             tup = popleft()
             basic.input = tup
             try:
@@ -141,7 +175,8 @@ class BoltRunner(TaskRunner):
                     collector.ack(tup)
                     acked_by_collector += 1
         basic.input = None
-        self.stats.acked += count - failures - acked_by_collector
+        self.stats.acked += ran - failures - acked_by_collector
+        return ran
 
     def _failed(self, tup: Tuple, exc: Exception) -> None:
         """A user exception in execute: fail the input; report unless it was a quiet fail."""
@@ -170,7 +205,7 @@ class SpoutRunner(TaskRunner):
         self.max_pending = max_pending or 0
         self.timeout_ms = timeout_ms
         self.active = False
-        #: Set by the worker: a callable telling whether downstream queues are full.
+        #: Set by the engine: a callable telling whether any bolt's queue is full.
         self.backpressure: Any = None
         self._emits_before = 0
 
@@ -214,6 +249,16 @@ class SpoutRunner(TaskRunner):
             return done
         if self.backpressure is not None and self.backpressure():
             return done
+        # Held back while a queue this task feeds is full (see squall.local.backpressure).
+        gate = self.gate
+        meter: Any = None
+        stop_at = 0
+        if gate is not None and gate.watching:
+            budget = gate.budget()
+            if not budget:
+                return done
+            meter = gate.meter
+            stop_at = meter.transferred + budget
         pending = collector.pending
         max_pending = self.max_pending
         next_tuple = self.component.next_tuple
@@ -221,6 +266,11 @@ class SpoutRunner(TaskRunner):
         for _ in range(limit):
             if max_pending and len(pending) >= max_pending:
                 break
+            if meter is not None and meter.transferred >= stop_at:
+                budget = gate.budget()  # type: ignore[union-attr]
+                if not budget:
+                    break
+                stop_at = meter.transferred + budget
             before = collector.emit_count
             try:
                 next_tuple()
