@@ -295,6 +295,62 @@ def test_storm_worked_example_with_a_late_tuple_stream(engine: Engine) -> None:
     assert custom == {"late_tuples": 1, "windows_fired": 6, "window_tuples_held": 5}
 
 
+def test_event_time_count_windows_count_tuples_sharing_a_timestamp(engine: Engine) -> None:
+    """Storm's cases with several events per timestamp (WindowManagerTest's
+    testCountBasedTumblingWithSameEventTs and testCountBasedSlidingWithSameEventTs):
+    count windows on event time count tuples, so e5-e7, all at 12 ms, fill consecutive
+    windows. The timestamps never go down, so no tuple is late and the windows are the
+    same whenever watermarks come; e11 (100 ms) pushes the watermark past e10."""
+    timestamps = [10, 10, 11, 12, 12, 12, 12, 13, 14, 15, 100]
+    rows = [[ts, f"e{number}"] for number, ts in enumerate(timestamps, 1)]
+    spout = PhasedSpout(["ts", "v"], rows)
+    bolts = {
+        "tumbling": event_bolt(Count(2), Count(2), watermark=WATERMARK),
+        "sliding": event_bolt(Count(5), Count(2), watermark=WATERMARK),
+    }
+    out = CapturingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("src", spout)
+    subscriber = builder.set_bolt("out", out)
+    for bolt_id, bolt in bolts.items():
+        builder.set_bolt(bolt_id, bolt).global_grouping("src")
+        subscriber.global_grouping(bolt_id)
+
+    def events(first: int, last: int) -> list[str]:
+        return [f"e{number}" for number in range(first, last + 1)]
+
+    # Local: e1-e5 left the windows of both bolts (the sliding one holds e6-e10).
+    expected_acks = acked(engine, events(1, 5), spout.msg_ids())
+    with engine.running(builder.create_topology()) as run:
+        run.wait_until(lambda: all(len(b.windows()) == 5 for b in bolts.values()), engine.timeout)
+        run.wait_until(lambda: spout.acked() == expected_acks, engine.timeout)
+        settle(run, engine, "tumbling")
+        components = run.info().components
+    assert bolts["tumbling"].windows() == [
+        (events(1, 2), events(1, 2), [], None, None),
+        (events(3, 4), events(3, 4), events(1, 2), None, None),
+        (events(5, 6), events(5, 6), events(3, 4), None, None),
+        (events(7, 8), events(7, 8), events(5, 6), None, None),
+        (events(9, 10), events(9, 10), events(7, 8), None, None),
+    ]
+    assert bolts["sliding"].windows() == [
+        (events(1, 2), events(1, 2), [], None, None),
+        (events(1, 4), events(3, 4), [], None, None),
+        (events(2, 6), events(5, 6), events(1, 1), None, None),
+        (events(4, 8), events(7, 8), events(2, 3), None, None),
+        (events(6, 10), events(9, 10), events(4, 5), None, None),
+    ]
+    for bolt_id, bolt in bolts.items():
+        emitted = [r.values for r in out.received if r.source_component == bolt_id]
+        assert emitted == [[window[0]] for window in bolt.windows()]
+    assert spout.acked() == expected_acks
+    assert spout.failed() == []
+    assert {b: components[b].custom for b in bolts} == {
+        "tumbling": {"late_tuples": 0, "windows_fired": 5, "window_tuples_held": 3},
+        "sliding": {"late_tuples": 0, "windows_fired": 5, "window_tuples_held": 6},
+    }
+
+
 def test_event_time_windows_include_their_end_and_skip_empty_spans(engine: Engine) -> None:
     """10 s windows sliding every 5 s: ``b`` at 10 s is in the window ending at 10 s
     (``start < ts <= end``), and the spans without tuples produce no window."""

@@ -256,8 +256,29 @@ def test_a_late_tick_does_not_drop_tuples_from_a_tumbling_duration_window(
     run = Run(manual_cluster, clock, WindowLog().with_tumbling_window(Duration(100)))
     run.advance(10, ticks=0)
     run.feed("a")  # at T0 + 10
-    run.advance(140)  # the tick due at T0 + 100 comes at T0 + 150: window (T0 + 50, T0 + 150]
-    assert [window[0] for window in run.windows()] == [["a"]]
+    # The tick due at T0 + 100 comes at T0 + 150: the window starts where the task
+    # started, (T0, T0 + 150]
+    run.advance(140)
+    assert run.windows() == [(["a"], ["a"], [], T0, T0 + 150)]
+
+
+def test_a_sliding_interval_longer_than_the_length(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    """100 ms windows every 200 ms: the first window holds its last 100 ms only; a,
+    older, is acked as it expires with it, not held in it until the second window."""
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(100), Duration(200)))
+    run.advance(10, ticks=0)
+    run.feed("a")  # at T0 + 10
+    run.advance(140, ticks=0)
+    run.feed("b")  # at T0 + 150
+    run.advance(50)  # tick at T0 + 200: (T0 + 100, T0 + 200]
+    assert run.windows() == [(["b"], ["b"], ["a"], T0 + 100, T0 + 200)]
+    assert run.acked() == ["a"]
+    run.advance(200)  # tick at T0 + 400: (T0 + 300, T0 + 400] is empty; b leaves
+    assert len(run.windows()) == 1
+    assert run.acked() == ["a", "b"]
+    assert run.info().custom["window_tuples_held"] == 0
 
 
 def test_ticks_follow_the_sliding_interval_only_when_it_is_a_duration(

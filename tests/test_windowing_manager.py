@@ -1,5 +1,7 @@
 """WindowManager on its own: the eight window configurations in processing time, event
-time driven by watermarks (Storm's worked example included), expiry and memory."""
+time driven by watermarks (Storm's worked example included), expiry and memory; the
+cases of Storm's ``WindowManagerTest`` for count windows on event time and time windows
+evicting against the current time, with Storm's expected windows."""
 
 from __future__ import annotations
 
@@ -34,10 +36,10 @@ def names(tuples: list[Any]) -> list[str]:
 class Recorder:
     """Collects the manager's callbacks."""
 
-    def __init__(self, spec: WindowSpec) -> None:
+    def __init__(self, spec: WindowSpec, start_ms: int | None = None) -> None:
         self.windows: list[TupleWindow] = []
         self.expiries: list[list[str]] = []
-        self.manager = WindowManager(spec, self.windows.append, self._expire)
+        self.manager = WindowManager(spec, self.windows.append, self._expire, start_ms)
         self.events: dict[str, Ev] = {}
 
     def _expire(self, tuples: list[Any]) -> None:
@@ -546,3 +548,254 @@ def test_a_tuple_arriving_in_the_millisecond_of_a_tick_goes_to_the_next_window()
     rec.add("a", B + 100)
     rec.manager.on_time(B + 200)
     assert [s[0] for s in rec.snapshots()] == [["a"]]
+
+
+# --- Storm's WindowManagerTest: count windows on event time ------------------------------
+# Storm's cases assert the windows' tuples; the new and expired tuples asserted here are
+# what Storm's policies give too (WatermarkCountEvictionPolicy expires, at a window, the
+# tuples that its count pushes out).
+
+
+def seq(first: int, last: int) -> list[str]:
+    """Storm's ``seq``: the names ``first`` to ``last``, inclusive."""
+    return [str(number) for number in range(first, last + 1)]
+
+
+#: Timestamps of events 1 to 10 in Storm's cases with several events per timestamp.
+SAME_TIMESTAMPS = [10, 10, 11, 12, 12, 12, 12, 13, 14, 15]
+
+
+def add_numbered(rec: Recorder, timestamps: list[int], first: int = 1) -> None:
+    for number, ts in enumerate(timestamps, first):
+        rec.add(str(number), ts)
+
+
+def test_storm_count_based_tumbling_with_same_event_ts() -> None:
+    """testCountBasedTumblingWithSameEventTs: a count window counts events, so the
+    events sharing a timestamp fill consecutive windows."""
+    rec = Recorder(event_time(Count(2), Count(2)))
+    add_numbered(rec, SAME_TIMESTAMPS)
+    rec.manager.on_watermark(20)
+    assert rec.snapshots() == [
+        (seq(1, 2), seq(1, 2), [], None, None),
+        (seq(3, 4), seq(3, 4), seq(1, 2), None, None),
+        (seq(5, 6), seq(5, 6), seq(3, 4), None, None),
+        (seq(7, 8), seq(7, 8), seq(5, 6), None, None),
+        (seq(9, 10), seq(9, 10), seq(7, 8), None, None),
+    ]
+    assert rec.expiries == [seq(1, 2), seq(3, 4), seq(5, 6), seq(7, 8)]
+    assert names(rec.manager.held()) == seq(9, 10)
+
+
+def test_storm_count_based_sliding_with_same_event_ts() -> None:
+    """testCountBasedSlidingWithSameEventTs: the last 5 events, every 2 events."""
+    rec = Recorder(event_time(Count(5), Count(2)))
+    add_numbered(rec, SAME_TIMESTAMPS)
+    rec.manager.on_watermark(20)
+    assert rec.snapshots() == [
+        (seq(1, 2), seq(1, 2), [], None, None),
+        (seq(1, 4), seq(3, 4), [], None, None),
+        (seq(2, 6), seq(5, 6), seq(1, 1), None, None),
+        (seq(4, 8), seq(7, 8), seq(2, 3), None, None),
+        (seq(6, 10), seq(9, 10), seq(4, 5), None, None),
+    ]
+    assert rec.expiries == [seq(1, 1), seq(2, 3), seq(4, 5)]
+    assert names(rec.manager.held()) == seq(6, 10)
+
+
+def test_storm_count_based_window_with_event_ts() -> None:
+    """testCountBasedWindowWithEventTs: the last 3 events at or before each window end
+    (every 10 ms); over a gap in time the same events make three windows."""
+    rec = Recorder(event_time(Count(3), Duration(10)))
+    add_numbered(rec, [603, 605, 607, 618, 626, 636])
+    rec.manager.on_watermark(631)
+    assert rec.snapshots() == [
+        (seq(1, 3), seq(1, 3), [], None, None),
+        (seq(2, 4), seq(4, 4), seq(1, 1), None, None),
+        (seq(3, 5), seq(5, 5), seq(2, 2), None, None),
+    ]
+    add_numbered(rec, [665, 666, 667, 679], first=7)
+    rec.manager.on_watermark(674)
+    assert rec.snapshots()[3:] == [
+        (seq(4, 6), seq(6, 6), seq(3, 3), None, None),
+        (seq(4, 6), [], [], None, None),
+        (seq(4, 6), [], [], None, None),
+        (seq(7, 9), seq(7, 9), seq(4, 6), None, None),
+    ]
+    assert names(rec.manager.held()) == seq(7, 10)
+
+
+def test_storm_count_based_trigger_with_event_ts() -> None:
+    """testCountBasedTriggerWithEventTs: every 3rd event ends a 20 ms window at its
+    timestamp (Storm's case adds its last event as a second "12"; here it is "13")."""
+    rec = Recorder(event_time(Duration(20), Count(3)))
+    add_numbered(rec, [603, 605, 607, 618, 625, 626, 629, 636])
+    rec.manager.on_watermark(631)
+    assert rec.snapshots() == [
+        (seq(1, 3), seq(1, 3), [], 587, 607),
+        (seq(3, 6), seq(4, 6), seq(1, 2), 606, 626),
+    ]
+    add_numbered(rec, [665, 666, 667, 669, 679], first=9)
+    rec.manager.on_watermark(674)
+    assert rec.snapshots()[2:] == [
+        (seq(9, 9), seq(9, 9), seq(3, 8), 645, 665),
+        (seq(9, 12), seq(10, 12), [], 649, 669),
+    ]
+    assert names(rec.manager.held()) == seq(9, 13)
+
+
+def test_event_time_count_windows_count_each_tuple_once_across_watermarks() -> None:
+    """c, at the first watermark's timestamp, is left over by the first window; d comes
+    at that timestamp after the watermark (not late): the two make the next window."""
+    rec = Recorder(event_time(Count(2), Count(2)))
+    for name in "abc":
+        rec.add(name, 10)
+    rec.manager.on_watermark(10)
+    rec.add("d", 10)
+    rec.manager.on_watermark(11)
+    assert rec.snapshots() == [
+        (["a", "b"], ["a", "b"], [], None, None),
+        (["c", "d"], ["c", "d"], ["a", "b"], None, None),
+    ]
+    assert rec.manager.state()["counted"] == 2
+
+
+def test_event_time_a_tuple_added_behind_the_count_ends_no_window() -> None:
+    """Used directly, the manager may be given a tuple older than the last watermark
+    (the executor drops those as late): it joins the held tuples in timestamp order but
+    is not counted, so the next window still ends at the 2nd tuple after the last one."""
+    rec = Recorder(event_time(Count(3), Count(2)))
+    rec.add("a", 1)
+    rec.add("b", 2)
+    rec.manager.on_watermark(2)
+    rec.add("old", 1)
+    rec.add("c", 3)
+    rec.manager.on_watermark(3)
+    assert len(rec.windows) == 1
+    rec.add("d", 4)
+    rec.manager.on_watermark(4)
+    assert rec.snapshots() == [
+        (["a", "b"], ["a", "b"], [], None, None),
+        (["b", "c", "d"], ["c", "d"], ["a", "old"], None, None),
+    ]
+
+
+# --- time windows: evicting against the current time --------------------------------------
+
+
+def test_storm_time_based_window() -> None:
+    """testTimeBasedWindow: every 100 tuples, tuples older than the length at the newest
+    arrival expire, before the first window too; a window holds the tuples within the
+    length of its tick, expired ones reported by the next window."""
+    rec = Recorder(processing(Duration(1000), Duration(100)))
+    for number in range(1, 51):
+        rec.add(str(number), B - 1000)
+    for number in range(51, 101):
+        rec.add(str(number), B)
+    assert rec.expiries == [seq(1, 50)]  # the 100th tuple, at B: 1-50 are 1000 ms old
+    assert rec.windows == []
+    for number in range(101, 201):
+        rec.add(str(number), B - 1000)
+    rec.manager.on_time(B + 100)
+    assert rec.expiries == [seq(1, 50), seq(101, 200)]
+    assert rec.snapshots() == [
+        (seq(51, 100), seq(51, 100), seq(1, 50) + seq(101, 200), B - 900, B + 100)
+    ]
+    for number in range(201, 301):
+        rec.add(str(number), B)  # after the tick at B + 100: they count from B + 101
+    rec.manager.on_time(B + 200)
+    assert rec.snapshots()[1:] == [
+        (seq(51, 100) + seq(201, 300), seq(201, 300), [], B - 800, B + 200)
+    ]
+    assert len(rec.expiries) == 2
+
+
+def test_storm_time_based_window_expiry() -> None:
+    """testTimeBasedWindowExpiry: a 100 ms window ticked every 60 ms; the tuples expire
+    with no window, and nothing fires after."""
+    rec = Recorder(processing(Duration(100), Duration(60)))
+    for number in range(1, 11):
+        rec.add(str(number), B)
+    rec.manager.on_time(B + 60)
+    assert rec.snapshots() == [(seq(1, 10), seq(1, 10), [], B - 40, B + 60)]
+    rec.manager.on_time(B + 120)
+    assert rec.expiries == [seq(1, 10)]
+    rec.manager.on_time(B + 180)
+    assert len(rec.windows) == 1
+    assert rec.expiries == [seq(1, 10)]
+    assert len(rec.manager) == 0
+
+
+@pytest.mark.parametrize("start_ms", [B, None])
+def test_sliding_interval_longer_than_the_length(start_ms: int | None) -> None:
+    """A 10 s window every 20 s holds the last 10 s before each tick, the first one
+    too: tuples older than that expire with the first window instead of being held in
+    it (and until the second). Same whether the task's start is known or not."""
+    rec = Recorder(processing(Duration(10_000), Duration(20_000)), start_ms)
+    for second in (1, 5, 12, 15):
+        rec.add(f"{second}s", B + second * 1000)
+    rec.manager.on_time(B + 20_000)
+    rec.add("22s", B + 22_000)
+    rec.add("35s", B + 35_000)
+    rec.manager.on_time(B + 40_000)
+    rec.manager.on_time(B + 60_000)
+    assert rec.snapshots() == [
+        (["12s", "15s"], ["12s", "15s"], ["1s", "5s"], B + 10_000, B + 20_000),
+        (["35s"], ["35s"], ["12s", "15s", "22s"], B + 30_000, B + 40_000),
+    ]
+    assert rec.expiries == [["1s", "5s"], ["12s", "15s", "22s"], ["35s"]]
+    assert len(rec.manager) == 0
+
+
+@pytest.mark.parametrize("start_ms", [B, None])
+def test_tuples_are_evicted_against_the_current_time_before_the_first_window(
+    start_ms: int | None,
+) -> None:
+    """100 ms windows every second, a tuple every 5 ms: the compaction at every 100th
+    tuple expires what is older than 100 ms, so the first window holds its last 100 ms
+    only, and memory does not hold a whole sliding interval of tuples."""
+    rec = Recorder(processing(Duration(100), Duration(1000)), start_ms)
+    for number in range(1, 201):
+        rec.add(str(number), B + 5 * number)
+        if number == 100:  # at B + 500: up to B + 400 expire
+            assert (rec.expiries, len(rec.manager)) == ([seq(1, 80)], 20)
+    assert rec.expiries == [seq(1, 80), seq(81, 180)]
+    assert rec.windows == []
+    rec.manager.on_time(B + 1000)
+    assert rec.snapshots() == [(seq(181, 200), seq(181, 200), seq(1, 180), B + 900, B + 1000)]
+
+
+def test_the_first_window_starts_from_the_start_however_late_its_tick() -> None:
+    """With the task's start, a late first tick widens the first window as a late tick
+    widens any window: a tumbling window loses no tuple. Without it, the first tick is
+    taken as on time."""
+    started = Recorder(processing(Duration(100), Duration(100)), start_ms=B)
+    unknown = Recorder(processing(Duration(100), Duration(100)))
+    for rec in (started, unknown):
+        rec.add("a", B + 10)
+        rec.manager.on_time(B + 150)  # due at B + 100
+    assert started.snapshots() == [(["a"], ["a"], [], B, B + 150)]
+    assert (unknown.windows, unknown.expiries) == ([], [["a"]])
+
+
+def test_a_tuple_arriving_in_the_start_millisecond_is_in_the_first_window() -> None:
+    rec = Recorder(processing(Duration(100), Duration(100)), start_ms=B)
+    rec.add("a", B)
+    rec.manager.on_time(B + 100)
+    assert rec.snapshots() == [(["a"], ["a"], [], B, B + 100)]
+
+
+def test_event_time_sliding_interval_longer_than_the_length() -> None:
+    """Event time, 10 s windows every 20 s: each window holds its last 10 s; tuples in
+    between (1 s, 5 s, 22 s) are in no window and expire as the windows pass them."""
+    rec = Recorder(event_time(Duration(10_000), Duration(20_000)))
+    for second in (1, 5, 12, 15, 22, 35, 61):
+        rec.add(f"{second}s", second * 1000)
+    rec.manager.on_watermark(70_000)
+    assert rec.snapshots() == [
+        (["12s", "15s"], ["12s", "15s"], ["1s", "5s"], 10_000, 20_000),
+        (["35s"], ["35s"], ["12s", "15s", "22s"], 30_000, 40_000),
+    ]
+    # (50 s, 60 s] is empty: 35 s left then; 61 s waits for the window ending at 80 s
+    assert rec.expiries == [["1s", "5s"], ["12s", "15s", "22s"], ["35s"]]
+    assert names(rec.manager.held()) == ["61s"]

@@ -130,7 +130,9 @@ class WindowedBoltExecutor(Bolt):
         self.late_tuples = 0
         self.windows_fired = 0
         self.window_collector = WindowedOutputCollector(collector, self.failed)
-        self.manager = WindowManager(self.spec, self._activate, self._expire)
+        # The task starts now: the first processing-time window starts from here.
+        start_ms = int(self.clock.now_ms())
+        self.manager = WindowManager(self.spec, self._activate, self._expire, start_ms)
         self.watermarks: WatermarkTracker | None = None
         if self.spec.event_time:
             streams = [(s.component_id, s.stream_id) for s in context.get_this_sources()]

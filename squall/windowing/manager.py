@@ -7,18 +7,25 @@ Storm's (``WindowManager`` with its trigger and eviction policies):
 * Processing time: a tuple's timestamp is its arrival time. A count sliding interval
   fires after every ``n`` tuples; a time sliding interval fires every period (the engine
   ticks the manager). A count length keeps the last ``n`` tuples, a time length the
-  tuples with ``now - length < ts <= now``. When the ticks of a time sliding interval
-  come late or early, the window adjusts to the drift as Storm's eviction policy does:
-  the window of a tick at ``now`` after one at ``previous`` holds
-  ``previous + sliding - length < ts <= now`` (a tumbling window: every tuple since the
-  previous window, once), and the first window every tuple until ``now``.
+  tuples with ``now - length < ts <= now``. With a time sliding interval the window of
+  a tick at ``now`` after the previous one at ``previous`` holds
+  ``previous + sliding - length < ts <= now``: when ticks come late or early, the
+  window adjusts to the drift as Storm's eviction policy does (a tumbling window holds
+  every tuple since the previous window, once). The task's start (``start_ms``) counts
+  as the tick before the first; without it the first tick is taken as on time, its
+  window ``now - length < ts <= now``. Until a window fires, tuples are evicted against
+  the current time, so a window whose sliding interval exceeds its length holds only
+  its last ``length`` of tuples, the first one too.
 * Event time: windows fire on watermarks. A time sliding interval fires every window
   whose end is at or before the watermark; window ends are aligned to the sliding
   interval, the first being the earliest timestamp rounded up to it, and spans without
-  tuples produce no window. A count sliding interval fires at every ``n``-th tuple
-  (by timestamp) at or before the watermark, that tuple's timestamp ending the window.
-  A window ending at ``end`` holds ``end - length < ts <= end`` (time length) or the
-  last ``n`` tuples with ``ts <= end`` (count length).
+  tuples produce no window. A count sliding interval counts tuples, not timestamps: it
+  fires at every ``n``-th tuple (in timestamp order, arrival order among equal
+  timestamps) at or before the watermark, each tuple counted once, so tuples sharing a
+  timestamp fill windows one by one. A count length holds that tuple and the ones
+  before it (the last ``n``); a time length the tuples with ``end - length < ts <= end``,
+  ``end`` being that tuple's timestamp. With a time sliding interval a count length
+  holds the last ``n`` tuples with ``ts <= end``.
 
 Tuples are kept sorted by timestamp (arrival order among equal timestamps), so a window
 is a slice found by bisection and expiry trims the front of the list: memory holds only
@@ -39,8 +46,6 @@ ActivationHandler = Callable[[TupleWindow], None]
 ExpiryHandler = Callable[[list[Tuple]], None]
 
 COMPACT_EVERY = 100
-#: A window floor below every timestamp.
-_BEFORE_EVERYTHING = -(2**63)
 
 
 class WindowManager:
@@ -50,6 +55,9 @@ class WindowManager:
         spec: the window configuration.
         on_activation: called with each window that fires (non-empty windows only).
         on_expiry: called with tuples as they leave every future window.
+        start_ms: processing time, when the task started (engines pass it): the first
+            tick's window starts from it as from a previous tick. None: the first tick
+            is taken as on time.
     """
 
     def __init__(
@@ -57,6 +65,7 @@ class WindowManager:
         spec: WindowSpec,
         on_activation: ActivationHandler,
         on_expiry: ExpiryHandler,
+        start_ms: int | None = None,
     ) -> None:
         self.spec = spec
         self.on_activation = on_activation
@@ -68,14 +77,19 @@ class WindowManager:
         self._count_since_trigger = 0
         self._adds_since_compaction = 0
         self._next_window_end: int | None = None
-        self._last_counted_ts: int | None = None
-        #: Processing time, time sliding interval: when the last window fired.
-        self._last_tick: int | None = None
+        #: Event time, count sliding interval: how many held tuples (from the front) the
+        #: windows fired so far have counted.
+        self._counted = 0
         length, sliding = spec.length, spec.sliding
         self._length_ms = length.value if isinstance(length, Duration) else None
         self._length_count = length.value if isinstance(length, Count) else None
         self._sliding_ms = sliding.value if isinstance(sliding, Duration) else None
         self._sliding_count = sliding.value if isinstance(sliding, Count) else None
+        #: Processing time, time sliding interval: when the last window fired (the
+        #: task's start stands for the tick before the first).
+        self._last_tick: int | None = (
+            start_ms if self._sliding_ms is not None and not spec.event_time else None
+        )
 
     def __len__(self) -> int:
         """Tuples held (in a window, or waiting for one)."""
@@ -88,8 +102,9 @@ class WindowManager:
     def add(self, tup: Tuple, ts: int) -> None:
         """Track ``tup`` at timestamp ``ts``; with processing time and a count sliding
         interval this may fire a window right away. With processing time, a tuple that
-        arrives in the millisecond of the last tick belongs to the next window (the
-        tick's window has fired)."""
+        arrives in the millisecond of the last tick (or of the start) belongs to the
+        next window (the tick's window has fired). With event time, ``ts`` must not be
+        below the last watermark (the engine drops such late tuples before)."""
         last_tick = self._last_tick
         if last_tick is not None and ts <= last_tick and not self.spec.event_time:
             ts = last_tick + 1
@@ -101,6 +116,8 @@ class WindowManager:
             position = bisect_right(timestamps, ts)
             timestamps.insert(position, ts)
             self._tuples.insert(position, tup)
+            if position < self._counted:  # behind the count: it does not trigger
+                self._counted += 1
         if self.spec.event_time:
             return
         if self._sliding_count is not None:
@@ -115,18 +132,19 @@ class WindowManager:
     def on_time(self, now: int) -> None:
         """Processing time moved to ``now``: fire if the sliding interval is a duration."""
         if not self.spec.event_time and self._sliding_ms is not None:
-            self._trigger(now, self._tick_floor())
+            self._trigger(now, self._tick_floor(now))
             self._last_tick = now
 
-    def _tick_floor(self) -> int | None:
+    def _tick_floor(self, now: int) -> int | None:
         """Processing time with a time sliding interval and a time length: the lower
-        bound (exclusive) of the window the next tick evaluates, adjusted for drift (see
-        the module docstring). None for a count length."""
-        if self._length_ms is None or self._sliding_ms is None or self.spec.event_time:
+        bound (exclusive) of the window a tick at ``now`` evaluates, adjusted for drift
+        (see the module docstring). None for a count length."""
+        length = self._length_ms
+        if length is None or self._sliding_ms is None or self.spec.event_time:
             return None
         if self._last_tick is None:
-            return _BEFORE_EVERYTHING
-        return self._last_tick + self._sliding_ms - self._length_ms
+            return now - length
+        return self._last_tick + self._sliding_ms - length
 
     def on_watermark(self, watermark: int) -> None:
         """Event time: fire every window the watermark completes, in order."""
@@ -163,24 +181,32 @@ class WindowManager:
         return earliest if remainder == 0 else earliest + sliding - remainder
 
     def _fire_count_windows(self, watermark: int, sliding: int) -> None:
+        """Fire a window at every ``sliding``-th tuple not yet counted, in timestamp
+        order, up to the last tuple at or before ``watermark``."""
         timestamps = self._timestamps
-        last = self._last_counted_ts
-        start = 0 if last is None else bisect_right(timestamps, last)
-        stop = bisect_right(timestamps, watermark)
-        ends = [timestamps[i] for i in range(start + sliding - 1, stop, sliding)]
-        for end in ends:
-            self._trigger(end)
-            self._last_counted_ts = end
+        ready = bisect_right(timestamps, watermark)
+        while self._counted + sliding <= ready:
+            position = self._counted + sliding
+            held = len(timestamps)
+            self._trigger(timestamps[position - 1], count_stop=position)
+            expired = held - len(timestamps)
+            self._counted = position - expired
+            ready -= expired
 
-    def _window_bounds(self, reference: int, floor: int | None = None) -> tuple[int, int]:
-        """``(first, stop)`` indexes of the window ending at ``reference`` (a time
-        length's window starting after ``floor`` when given)."""
+    def _window_bounds(
+        self, reference: int, floor: int | None = None, count_stop: int | None = None
+    ) -> tuple[int, int]:
+        """``(first, stop)`` indexes of the window ending at ``reference``: a time
+        length's window starts after ``floor`` when given; a count length's window ends
+        before index ``count_stop`` when given (else after the last tuple at or before
+        ``reference``)."""
         timestamps = self._timestamps
-        stop = bisect_right(timestamps, reference)
         if self._length_ms is not None:
+            stop = bisect_right(timestamps, reference)
             low = reference - self._length_ms if floor is None else floor
             first = bisect_right(timestamps, low, 0, stop)
         else:
+            stop = bisect_right(timestamps, reference) if count_stop is None else count_stop
             first = max(0, stop - (self._length_count or 0))
         return first, stop
 
@@ -195,19 +221,22 @@ class WindowManager:
 
     def _compact(self, now: int) -> None:
         """Processing time: drop what no future window can hold (their reference is
-        at least ``now``, and the next tick's window starts after ``_tick_floor``)."""
+        at least ``now``, and the next tick's window starts after its floor): tuples
+        are evicted against the current time, before the first window too."""
         self._adds_since_compaction = 0
-        floor = self._tick_floor()
+        floor = self._tick_floor(now)
         if floor is not None and self._length_ms is not None:
             floor = min(floor, now - self._length_ms)
         first, _ = self._window_bounds(now, floor)
         self._expire_before(first)
 
-    def _trigger(self, reference: int, floor: int | None = None) -> bool:
-        """Evaluate the window ending at ``reference`` (starting after ``floor`` when
-        given); True if it held any tuple."""
+    def _trigger(
+        self, reference: int, floor: int | None = None, count_stop: int | None = None
+    ) -> bool:
+        """Evaluate the window ending at ``reference`` (see ``_window_bounds`` for
+        ``floor`` and ``count_stop``); True if it held any tuple."""
         self._count_since_trigger = 0
-        first, stop = self._window_bounds(reference, floor)
+        first, stop = self._window_bounds(reference, floor, count_stop)
         self._expire_before(first)
         stop -= first
         expired, self._expired_since_trigger = self._expired_since_trigger, []
@@ -221,9 +250,7 @@ class WindowManager:
         end_ts: int | None = None
         if self._length_ms is not None:
             end_ts = reference
-            start_ts = reference - self._length_ms
-            if floor is not None and floor != _BEFORE_EVERYTHING:
-                start_ts = floor
+            start_ts = reference - self._length_ms if floor is None else floor
         # get_new() is computed only if the bolt asks for it (it is O(window)).
         self.on_activation(TupleWindow(tuples, None, expired, start_ts, end_ts, previous))
         return True
@@ -233,6 +260,7 @@ class WindowManager:
         return {
             "held": len(self._tuples),
             "next_window_end": self._next_window_end,
-            "last_counted_ts": self._last_counted_ts,
+            "counted": self._counted,
+            "last_tick": self._last_tick,
             "count_since_trigger": self._count_since_trigger,
         }
