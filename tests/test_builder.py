@@ -490,3 +490,91 @@ def test_created_topology_is_a_snapshot_of_the_builder() -> None:
     assert spec.num_tasks == 2
     assert [(sub.source, sub.stream_id) for sub in spec.inputs] == [("s", "default")]
     assert topology.component_ids() == ["s", "b"]
+
+
+# -- the system stream ---------------------------------------------------------------------
+
+SYSTEM_SUBSCRIPTIONS = {
+    "shuffle": lambda d, c: d.shuffle_grouping(c, "__system"),
+    "fields": lambda d, c: d.fields_grouping(c, ["event"], "__system"),
+    "partial_key": lambda d, c: d.partial_key_grouping(c, "event", "__system"),
+    "all": lambda d, c: d.all_grouping(c, "__system"),
+    "global": lambda d, c: d.global_grouping(c, "__system"),
+    "none": lambda d, c: d.none_grouping(c, "__system"),
+    "local_or_shuffle": lambda d, c: d.local_or_shuffle_grouping(c, "__system"),
+    "custom": lambda d, c: d.custom_grouping(c, FirstTask(), "__system"),
+}
+
+
+@pytest.mark.parametrize("grouping", sorted(SYSTEM_SUBSCRIPTIONS))
+def test_every_component_has_the_system_stream(grouping: str) -> None:
+    """A bolt may subscribe to the ``__system`` stream of a spout and of a bolt, which
+    declare only ``default``; the engines add the stream (fields ``event``) to every
+    component of the system topology, the acker included."""
+    from squall.runtime.system import system_topology
+
+    builder = TopologyBuilder()
+    builder.set_spout("s", WordSpout())
+    builder.set_bolt("b", PassBolt()).shuffle_grouping("s")
+    watcher = builder.set_bolt("w", PassBolt()).shuffle_grouping("b")
+    SYSTEM_SUBSCRIPTIONS[grouping](watcher, "s")
+    SYSTEM_SUBSCRIPTIONS[grouping](watcher, "b")
+    topology = builder.create_topology()
+    assert [(sub.source, sub.stream_id) for sub in topology.get_component("w").inputs] == [
+        ("b", "default"),
+        ("s", "__system"),
+        ("b", "__system"),
+    ]
+    assert list(topology.get_component("s").streams) == ["default"]  # as declared
+    system = StreamDeclaration("__system", Fields("event"), False)
+    for ackers in (0, 1):
+        full = system_topology(topology, {Config.TOPOLOGY_ACKER_EXECUTORS: ackers})
+        assert {spec.component_id: spec.streams["__system"] for spec in full} == {
+            cid: system for cid in (["s", "b", "w"] + (["__acker"] if ackers else []))
+        }
+        assert full.subscribers("s", "__system")[0][0] == "w"
+
+
+def test_fields_grouping_on_the_system_stream_takes_its_event_field() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("s", WordSpout())
+    builder.set_bolt("b", PassBolt()).fields_grouping("s", ["word"], "__system")
+    message = error_of(builder)
+    assert message == (
+        "bolt 'b': fields grouping on 's' stream '__system' uses field(s) ['word'] that "
+        "the stream does not declare (its fields are ['event'])"
+    )
+
+
+def test_direct_grouping_on_the_system_stream() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("s", WordSpout())
+    builder.set_bolt("b", PassBolt()).direct_grouping("s", "__system")
+    assert error_of(builder) == (
+        "bolt 'b': direct grouping on 's' stream '__system', which is not declared direct "
+        "(declare it with direct=True)"
+    )
+
+
+@pytest.mark.parametrize("stream", ["__tick", "__ack_init", "__metrics"])
+def test_other_system_streams_cannot_be_subscribed_to(stream: str) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("s", WordSpout())
+    builder.set_bolt("b", PassBolt()).shuffle_grouping("s", stream)
+    assert error_of(builder) == (
+        f"bolt 'b' subscribes to stream '{stream}' of spout 's', which does not declare "
+        "it (declared streams: ['default']; every component also has the system stream "
+        "['__system'])"
+    )
+
+
+def test_user_code_cannot_declare_the_system_stream() -> None:
+    class DeclaresSystem(Spout):
+        def declare_output_fields(self, declarer) -> None:
+            declarer.declare_stream("__system", ["event"])
+
+    builder = TopologyBuilder()
+    builder.set_spout("s", DeclaresSystem())
+    assert error_of(builder) == (
+        "component 's': stream id '__system' starts with '__', which is reserved for system streams"
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 from squall.model.components import BasicBolt, Bolt, Spout
 from squall.model.config import Config
-from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.declarer import IMPLICIT_STREAMS, OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
@@ -162,7 +162,8 @@ class TopologyBuilder:
                 or reserved id, a component of the wrong type, parallelism or task count
                 below 1, a bolt without inputs, a subscription to an unknown component or
                 undeclared stream, grouping fields the stream lacks, or a grouping that
-                does not match the stream's direct-ness.
+                does not match the stream's direct-ness. Every component has the system
+                stream ``"__system"`` (fields ``["event"]``) without declaring it.
         """
         components: dict[str, ComponentSpec] = {}
         for declared in self._declared:
@@ -250,12 +251,13 @@ def _check_inputs(spec: ComponentSpec, components: dict[str, ComponentSpec]) -> 
                 f"{where} subscribes to unknown component {sub.source!r}; "
                 f"components are {sorted(components)}"
             )
-        stream = source.streams.get(sub.stream_id)
+        stream = source.streams.get(sub.stream_id) or IMPLICIT_STREAMS.get(sub.stream_id)
         if stream is None:
             declared = sorted(source.streams) or "none"
             raise InvalidTopologyError(
                 f"{where} subscribes to stream {sub.stream_id!r} of {source.kind} "
-                f"{sub.source!r}, which does not declare it (declared streams: {declared})"
+                f"{sub.source!r}, which does not declare it (declared streams: {declared}; "
+                f"every component also has the system stream {sorted(IMPLICIT_STREAMS)})"
             )
         if (sub.source, sub.stream_id) in seen:
             raise InvalidTopologyError(

@@ -3,7 +3,9 @@
 As in Storm, acking is done by ordinary bolts (``__acker``) on reserved ``__`` streams:
 spouts declare ``__ack_init``, bolts ``__ack_ack``/``__ack_fail``/``__ack_reset_timeout``,
 all fields-grouped on the root id into the acker, which answers each spout task on
-direct streams.
+direct streams. Every component, the acker included, also gets Storm's system stream
+``__system`` (fields ``["event"]``), which bolts may subscribe to; nothing is emitted
+on it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall.model.config import Config, component_config
-from squall.model.declarer import StreamDeclaration
+from squall.model.declarer import SYSTEM_STREAM, SYSTEM_STREAM_DECLARATION, StreamDeclaration
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
@@ -39,6 +41,8 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     """The topology with its system components and streams added (a new object)."""
     ackers = acker_count(conf)
     components = {spec.component_id: spec.copy() for spec in topology}
+    for spec in components.values():
+        spec.streams[SYSTEM_STREAM] = SYSTEM_STREAM_DECLARATION
     if ackers == 0:
         return StormTopology(components)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
@@ -72,6 +76,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         stream: StreamDeclaration(stream, _ROOT_FIELDS, direct=True)
         for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
     }
+    acker_streams[SYSTEM_STREAM] = SYSTEM_STREAM_DECLARATION
     components[ACKER_COMPONENT] = ComponentSpec(
         ACKER_COMPONENT,
         AckerBolt(),

@@ -135,7 +135,13 @@ class WindowedBoltExecutor(Bolt):
         self.manager = WindowManager(self.spec, self._activate, self._expire, start_ms)
         self.watermarks: WatermarkTracker | None = None
         if self.spec.event_time:
-            streams = [(s.component_id, s.stream_id) for s in context.get_this_sources()]
+            # System streams (e.g. "__system") carry no event time: they do not hold
+            # the watermark back.
+            streams = [
+                (s.component_id, s.stream_id)
+                for s in context.get_this_sources()
+                if not s.stream_id.startswith("__")
+            ]
             self.watermarks = WatermarkTracker(streams, self.spec.lag.value)
         self.bolt.prepare(conf, context, self.window_collector)
 
