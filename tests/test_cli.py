@@ -349,3 +349,24 @@ def test_target_parsing(tmp_path: Path) -> None:
     assert TopologyTarget.parse(path) == TopologyTarget(Path(path).resolve(), None)
     assert TopologyTarget.parse(f"{path}:build") == TopologyTarget(Path(path).resolve(), "build")
     assert TopologyTarget.parse(path).default_topology_name == "app"
+
+
+def test_run_until_idle_stops_once_a_finite_input_is_processed(tmp_path: Path) -> None:
+    """--until-idle: the 20 numbers are processed whatever the machine's speed, and the run
+    ends then, long before --seconds (the test would time out otherwise)."""
+    path = write(tmp_path, "numbers.py", COMPONENTS)
+    with open(path, "a", encoding="utf-8") as source:
+        source.write(
+            "\n\ndef build_topology():\n"
+            "    builder = TopologyBuilder()\n"
+            "    builder.set_spout('numbers', Numbers())\n"
+            "    builder.set_bolt('picky', Picky(), 2).shuffle_grouping('numbers')\n"
+            "    return builder.create_topology()\n"
+        )
+    result = invoke("run", path, "--until-idle", "--seconds", "100", "--no-live")
+    assert result.exit_code == 0, result.output
+    assert "until idle or for 100 s" in result.output
+    numbers = table_row(result.output, "numbers")
+    picky = table_row(result.output, "picky")
+    assert (numbers["emitted"], numbers["acked"], numbers["failed"]) == ("20", "16", "4")
+    assert picky["executed"] == "20"

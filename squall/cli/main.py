@@ -131,6 +131,12 @@ def _cluster(engine: str, master: str | None) -> Any:
     help="Show a live metrics table while running (only on a terminal).",
 )
 @click.option(
+    "--until-idle",
+    is_flag=True,
+    help="Stop as soon as the topology is idle: its spouts emit nothing more and no tuple "
+    "is queued or pending (for finite inputs); --seconds is then the longest it runs.",
+)
+@click.option(
     "--drain",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -162,6 +168,7 @@ def run(
     name: str | None,
     refresh: float,
     live: bool,
+    until_idle: bool,
     drain: float,
     verbose: bool,
     engine: str,
@@ -169,7 +176,8 @@ def run(
 ) -> None:
     """Run the topology in FILE.py[:NAME] on LocalCluster and show its metrics.
 
-    While it runs (--seconds, or until Ctrl-C) a live table shows, per component: kind,
+    While it runs (--seconds, or until Ctrl-C; --until-idle ends it earlier once the
+    topology is idle) a live table shows, per component: kind,
     tasks, tuples emitted, transferred, executed, acked and failed, execute latency
     (bolts), complete latency (spouts), capacity and errors. At the end the spouts are
     deactivated, in-flight tuples drain (--drain), the topology is killed and a final
@@ -189,7 +197,7 @@ def run(
     with user_errors():
         loaded, conf = _load(target, conf_options)
         topology_name = name or loaded.default_name
-        options = RunOptions(seconds, refresh, live, drain)
+        options = RunOptions(seconds, refresh, live, drain, until_idle)
         with squall_logging(console, verbose), _cluster(engine, master) as cluster:
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source

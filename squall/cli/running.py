@@ -33,12 +33,15 @@ class RunOptions:
         live: show a live table (only on a terminal; otherwise nothing until the end).
         drain_secs: after deactivating the spouts, how long to wait at most for in-flight
             tuple trees to finish before killing the topology.
+        until_idle: stop as soon as the topology is idle (its spouts emit nothing more and
+            no tuple is queued or pending), ``seconds`` being then the longest it runs.
     """
 
     seconds: float = 10.0
     refresh_secs: float = 1.0
     live: bool = True
     drain_secs: float = 10.0
+    until_idle: bool = False
 
 
 @contextmanager
@@ -97,7 +100,8 @@ def run_topology(
     console: Console,
     source: str = "",
 ) -> TopologyInfo:
-    """Submit ``topology``, watch it for ``options.seconds``, then stop it.
+    """Submit ``topology``, watch it for ``options.seconds`` (or until it is idle, with
+    ``options.until_idle``), then stop it.
 
     Once the topology has started, a line saying what runs (``source``, the name, the
     workers) and for how long is printed.
@@ -116,6 +120,8 @@ def run_topology(
     cluster.submit_topology(name, conf, topology)
     workers = cluster.get_topology_info(name).workers
     until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
+    if options.until_idle:
+        until = "until idle" + (f" or for {options.seconds:g} s" if options.seconds > 0 else "")
     console.print(
         f"Running {source or 'topology'} as {name!r} on {type(cluster).__name__}"
         + (f" with {workers} worker(s)" if workers else "")
@@ -135,16 +141,27 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -
     def remaining() -> float:
         return float("inf") if deadline is None else deadline - time.monotonic()
 
+    def wait(step: float) -> bool:
+        """Wait up to ``step`` seconds; True once the run should end early (idle)."""
+        step = max(0.0, min(remaining(), step))
+        if options.until_idle:
+            return cluster.wait_idle(name, step)
+        time.sleep(step)
+        return False
+
     if not (options.live and console.is_terminal):
         while remaining() > 0:
-            time.sleep(min(remaining(), 0.5))
+            if wait(0.5):
+                return
         return
     order = cluster.get_topology(name).component_ids()
     table = metrics_table(cluster.get_topology_info(name), order=order)
     with Live(table, console=console, auto_refresh=False, transient=True) as view:
         while remaining() > 0:
-            time.sleep(max(0.0, min(remaining(), options.refresh_secs)))
+            idle = wait(options.refresh_secs)
             view.update(metrics_table(cluster.get_topology_info(name), order=order), refresh=True)
+            if idle:
+                return
 
 
 def _stop(cluster: Cluster, name: str, drain_secs: float, console: Console) -> TopologyInfo:
