@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -54,3 +55,17 @@ class HoldingBolt(Bolt):
             getattr(self.collector, command)(held)
         self.record.append("done", (command, len(chosen)))
         self.collector.ack(tup)
+
+
+def table_row(output: str, component: str) -> dict[str, str]:
+    """The cells of ``component``'s row in the last metrics table of ``output``."""
+    header: list[str] = []
+    row: list[str] = []
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in re.split(r"[│┃]", line)[1:-1]]
+        if cells and cells[0] == "component":
+            header = cells
+        elif cells and cells[0] == component:
+            row = cells
+    assert header and row, f"no row for {component!r} in:\n{output}"
+    return {name: value.replace(",", "") for name, value in zip(header, row, strict=True)}

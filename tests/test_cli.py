@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 import squall
 from squall.cli.loader import TopologyLoadError, TopologyTarget, parse_conf_options
 from squall.cli.main import main
+from tests.helpers import table_row
 
 ROOT = Path(__file__).resolve().parent.parent
 WORD_COUNT = str(ROOT / "examples" / "word_count.py")
@@ -50,20 +51,6 @@ def write(tmp_path: Path, name: str, source: str) -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(source), encoding="utf-8")
     return str(path)
-
-
-def table_row(output: str, component: str) -> dict[str, str]:
-    """The cells of ``component``'s row in the last metrics table of ``output``."""
-    header: list[str] = []
-    row: list[str] = []
-    for line in output.splitlines():
-        cells = [cell.strip() for cell in re.split(r"[│┃]", line)[1:-1]]
-        if cells and cells[0] == "component":
-            header = cells
-        elif cells and cells[0] == component:
-            row = cells
-    assert header and row, f"no row for {component!r} in:\n{output}"
-    return {name: value.replace(",", "") for name, value in zip(header, row, strict=True)}
 
 
 # --- help and version -----------------------------------------------------------------
@@ -149,7 +136,9 @@ builder.set_bolt("picky", Picky()).shuffle_grouping("numbers")
 picky_topology = builder.create_topology()
 """,
     )
-    result = invoke("run", f"{path}:picky_topology", "--seconds", "0.3", "--no-live")
+    result = invoke(
+        "run", f"{path}:picky_topology", "--until-idle", "--seconds", "100", "--no-live"
+    )
     assert result.exit_code == 0, result.output
     output = result.output
     assert "Running picky.py:picky_topology as 'picky'" in output

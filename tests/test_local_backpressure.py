@@ -270,9 +270,7 @@ def test_a_cycle_with_full_queues_does_not_deadlock(cluster: LocalCluster, worke
     spout = Numbers(count=500, start=40)
     builder = TopologyBuilder()
     builder.set_spout("numbers", spout)
-    builder.set_bolt("ping", Countdown(), 2).shuffle_grouping("numbers").shuffle_grouping(
-        "pong"
-    )
+    builder.set_bolt("ping", Countdown(), 2).shuffle_grouping("numbers").shuffle_grouping("pong")
     builder.set_bolt("pong", Countdown(), 2).shuffle_grouping("ping")
     builder.set_bolt("sink", BusyBolt()).shuffle_grouping("ping", "done").shuffle_grouping(
         "pong", "done"
@@ -294,13 +292,9 @@ def test_tasks_do_not_wait_for_queues_in_their_own_cycle() -> None:
 
     builder = TopologyBuilder()
     builder.set_spout("numbers", Numbers(count=1, start=1))
-    builder.set_bolt("ping", Countdown(), 2).shuffle_grouping("numbers").shuffle_grouping(
-        "pong"
-    )
+    builder.set_bolt("ping", Countdown(), 2).shuffle_grouping("numbers").shuffle_grouping("pong")
     builder.set_bolt("pong", Countdown()).shuffle_grouping("ping")
-    builder.set_bolt("self", Countdown()).shuffle_grouping("pong", "done").shuffle_grouping(
-        "self"
-    )
+    builder.set_bolt("self", Countdown()).shuffle_grouping("pong", "done").shuffle_grouping("self")
     builder.set_bolt("sink", BusyBolt()).shuffle_grouping("self", "done")
     conf = {Config.TOPOLOGY_ACKER_EXECUTORS: 1}
     topology = system_topology(builder.create_topology(), conf)

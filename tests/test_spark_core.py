@@ -341,7 +341,7 @@ def test_squall_run_runs_the_word_count_example_on_spark(spark: Any) -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "word_count.py"
     arguments = ["run", str(example), "--engine", "spark", "--seconds", "4", "--no-live"]
     arguments += ["--drain", "60", "--conf", "topology.spark.batch.interval.millis=50"]
-    result = CliRunner().invoke(main, arguments)
+    result = CliRunner().invoke(main, arguments, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "on SparkCluster" in result.output
     rows = {
