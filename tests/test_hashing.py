@@ -9,6 +9,7 @@ import enum
 import itertools
 import json
 import os
+import pickle
 import subprocess
 import sys
 import types
@@ -503,4 +504,20 @@ def test_a_value_that_contains_itself_raises() -> None:
         stable_hash(looped)
     assert str(raised.value) == (
         "value of type list cannot be hashed stably (it is nested too deeply, or contains itself)"
+    )
+
+
+def test_the_error_pickles_with_its_path_and_context() -> None:
+    with pytest.raises(StableHashError) as raised:
+        stable_hash({"a": [Opaque()]})
+    raised.value.context = "bolt 'b' groups stream 'default' of 's' by field 'k'"
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert type(copy) is StableHashError
+    assert (
+        str(copy)
+        == str(raised.value)
+        == (
+            "bolt 'b' groups stream 'default' of 's' by field 'k': value of type Opaque at "
+            f"['a'][0] cannot be hashed stably ({IDENTITY})"
+        )
     )
