@@ -28,6 +28,7 @@ from squall.drpc import (
     return_failure,
     return_result,
 )
+from squall.trident.sources import resolve_drpc
 from tests.helpers import wait_until
 
 Answer = Callable[[DRPCRequest], "str | Exception"]
@@ -375,11 +376,33 @@ def test_execution_errors_pickle_with_their_details() -> None:
 
 
 def test_invocations_clients_from_storm_configuration() -> None:
-    clients = invocations_clients_from_conf({"drpc.servers": ["a", "b"], "drpc.port": 4000})
-    assert [(c.host, c.port) for c in clients] == [("a", 4000), ("b", 4000)]
-    (single,) = invocations_clients_from_conf({"drpc.servers": "c"})
-    assert (single.host, single.port) == ("c", 3772)
+    """Topologies reach a server's invocations port (``drpc.invocations.port``, 3773 by
+    default), never its client port ``drpc.port``, and send the invocations token."""
+    conf = {"drpc.servers": ["a", "b"], "drpc.port": 4000, "drpc.invocations.port": 4001}
+    clients = invocations_clients_from_conf(conf)
+    assert [(c.host, c.port) for c in clients] == [("a", 4001), ("b", 4001)]
+    (single,) = invocations_clients_from_conf({"drpc.servers": "c", "drpc.port": 4000})
+    assert (single.host, single.port) == ("c", 3773)
     with pytest.raises(DRPCError, match="no DRPC server configured"):
         invocations_clients_from_conf({})
-    with pytest.raises(DRPCError, match="must be an integer"):
-        invocations_clients_from_conf({"drpc.servers": ["a"], "drpc.port": "x"})
+    with pytest.raises(DRPCError, match=r"'drpc\.invocations\.port' must be an integer port"):
+        invocations_clients_from_conf({"drpc.servers": ["a"], "drpc.invocations.port": "x"})
+    with pytest.raises(
+        DRPCError, match=r"'drpc\.invocations\.authorization\.token'.*visible ASCII"
+    ):
+        invocations_clients_from_conf(
+            {"drpc.servers": ["a"], "drpc.invocations.authorization.token": "has space"}
+        )
+
+
+def test_the_trident_drpc_stream_reaches_the_configured_invocations_port() -> None:
+    """A DRPC stream given no LocalDRPC fetches from the invocations port of the first
+    configured server (loopback when none is named), with the invocations token."""
+    client = resolve_drpc(None, {"drpc.servers": "h", "drpc.port": 1, "drpc.invocations.port": 2})
+    assert isinstance(client, DRPCInvocationsClient)
+    assert (client.host, client.port) == ("h", 2)
+    default = resolve_drpc(None, {})
+    assert (default.host, default.port) == ("127.0.0.1", 3773)
+    local = LocalDRPC()
+    assert resolve_drpc(local, {"drpc.servers": ["h"]}) is local
+    local.shutdown()

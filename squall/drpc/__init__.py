@@ -3,27 +3,35 @@
 A client calls a function by name with a string argument and blocks; a topology whose
 DRPC spout serves that function computes the answer and returns it as the JSON text of
 its result tuples. :class:`LocalDRPC` does this within one process;
-:class:`DRPCServer` with :class:`DRPCClient` and :class:`DRPCInvocationsClient` across
-processes over HTTP.
+:class:`DRPCServer` with :class:`DRPCClient` (its client port) and
+:class:`DRPCInvocationsClient` (its invocations port) across processes over HTTP.
 """
 
 from squall.drpc.broker import DEFAULT_TIMEOUT_SECS, DRPCBroker
-from squall.drpc.client import (
+from squall.drpc.client import DRPCClient, DRPCInvocationsClient, invocations_clients_from_conf
+from squall.drpc.config import (
+    DEFAULT_INVOCATIONS_PORT,
+    DEFAULT_PORT,
+    DRPC_AUTHORIZATION_TOKEN,
+    DRPC_INVOCATIONS_AUTHORIZATION_TOKEN,
+    DRPC_INVOCATIONS_PORT,
     DRPC_PORT,
     DRPC_SERVERS,
-    DRPCClient,
-    DRPCInvocationsClient,
-    invocations_clients_from_conf,
+    DRPCLimits,
 )
 from squall.drpc.errors import DRPCError, DRPCErrorReason, DRPCExecutionError
 from squall.drpc.local import LocalDRPC
 from squall.drpc.request import DRPCInvocations, DRPCRequest
 from squall.drpc.returns import invocations_for, return_failure, return_result
-from squall.drpc.server import DEFAULT_PORT, DRPCServer
+from squall.drpc.server import DRPCServer
 
 __all__ = [
+    "DEFAULT_INVOCATIONS_PORT",
     "DEFAULT_PORT",
     "DEFAULT_TIMEOUT_SECS",
+    "DRPC_AUTHORIZATION_TOKEN",
+    "DRPC_INVOCATIONS_AUTHORIZATION_TOKEN",
+    "DRPC_INVOCATIONS_PORT",
     "DRPC_PORT",
     "DRPC_SERVERS",
     "DRPCBroker",
@@ -33,6 +41,7 @@ __all__ = [
     "DRPCExecutionError",
     "DRPCInvocations",
     "DRPCInvocationsClient",
+    "DRPCLimits",
     "DRPCRequest",
     "DRPCServer",
     "LocalDRPC",

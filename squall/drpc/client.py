@@ -1,16 +1,18 @@
 """HTTP clients of a :class:`~squall.drpc.DRPCServer` (standard library only).
 
-:class:`DRPCClient` calls DRPC functions (Storm's ``DRPCClient``);
-:class:`DRPCInvocationsClient` is the topology side (Storm's
-``DRPCInvocationsClient``), for DRPC spouts of topologies running in another process.
-Both open one short HTTP/1.0 connection per call, never use proxy settings, and are
-safe to share between threads.
+:class:`DRPCClient` calls DRPC functions on the server's client port (Storm's
+``DRPCClient``); :class:`DRPCInvocationsClient` is the topology side on its invocations
+port (Storm's ``DRPCInvocationsClient``), for DRPC spouts of topologies running in
+another process. Both open one short HTTP/1.0 connection per call, send the port's
+token as ``Authorization: Bearer <token>`` when given one, never use proxy settings, and
+are safe to share between threads.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -19,9 +21,24 @@ from typing import Any
 from urllib.parse import quote
 
 from squall.drpc.broker import DEFAULT_TIMEOUT_SECS
+from squall.drpc.config import (
+    DEFAULT_INVOCATIONS_PORT,
+    DEFAULT_PORT,
+    DRPC_INVOCATIONS_AUTHORIZATION_TOKEN,
+    DRPC_INVOCATIONS_PORT,
+    DRPC_SERVERS,
+    check_token,
+    port_from_conf,
+    token_from_conf,
+)
 from squall.drpc.errors import DRPCError, DRPCErrorReason, DRPCExecutionError, execution_error
 from squall.drpc.request import DRPCRequest
-from squall.drpc.server import DEFAULT_PORT
+
+__all__ = [
+    "DRPCClient",
+    "DRPCInvocationsClient",
+    "invocations_clients_from_conf",
+]
 
 _GRACE_SECS = 5.0
 """Extra time ``DRPCClient`` waits past the request timeout for the server's answer."""
@@ -57,12 +74,13 @@ class _TransportError(Exception):
 class _Transport:
     """One HTTP call at a time to ``host:port``; HTTP error statuses are answers too."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, token: str | None, owner: str) -> None:
         self.host = host
         self.port = int(port)
         netloc = f"[{host}]" if ":" in host else host
         self.base_url = f"http://{netloc}:{self.port}"
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self._token = None if token is None else check_token(token, f"{owner} token")
 
     @property
     def address(self) -> str:
@@ -79,6 +97,8 @@ class _Transport:
         request = urllib.request.Request(self.base_url + path, data=body, method=method)
         if body is not None:
             request.add_header("Content-Type", content_type)
+        if self._token is not None:
+            request.add_header("Authorization", f"Bearer {self._token}")
         try:
             with self._opener.open(request, timeout=timeout_secs) as response:
                 return _Response(response.status, response.read())
@@ -100,18 +120,27 @@ class DRPCClient:
 
     Args:
         host: The DRPC server's host.
-        port: The DRPC server's port.
+        port: The DRPC server's client port.
         timeout_secs: How long one ``execute`` may take. Sent to the server, which uses
             the smaller of it and its own timeout; the client itself gives up
-            a few seconds later if the server does not answer.
+            5 s later if the server does not answer.
+        token: The client port's bearer token, if the server requires one.
+
+    Raises:
+        ValueError: ``timeout_secs`` is not positive or ``token`` is not a valid token.
     """
 
     def __init__(
-        self, host: str, port: int = DEFAULT_PORT, timeout_secs: float = DEFAULT_TIMEOUT_SECS
+        self,
+        host: str,
+        port: int = DEFAULT_PORT,
+        timeout_secs: float = DEFAULT_TIMEOUT_SECS,
+        *,
+        token: str | None = None,
     ) -> None:
         if not timeout_secs > 0:
             raise ValueError(f"a DRPC timeout must be positive, not {timeout_secs!r}")
-        self._transport = _Transport(host, port)
+        self._transport = _Transport(host, port, token, "DRPCClient")
         self.timeout_secs = float(timeout_secs)
 
     @property
@@ -121,7 +150,7 @@ class DRPCClient:
 
     @property
     def port(self) -> int:
-        """The DRPC server's port."""
+        """The DRPC server's client port."""
         return self._transport.port
 
     def execute(self, function: str, args: str) -> str:
@@ -134,21 +163,28 @@ class DRPCClient:
 
         Raises:
             DRPCExecutionError: The topology failed the request, it timed out, the
-                server shut down, the server is unreachable, or it answered outside the
-                DRPC protocol. The message names ``host:port``.
+                server shut down, refused the request (busy, or the token is missing or
+                wrong), is unreachable, or answered outside the DRPC protocol. The
+                message names ``host:port``; a timeout's message states how long this
+                call waited.
             TypeError: ``function`` or ``args`` is not a string.
         """
         if not isinstance(function, str) or not isinstance(args, str):
             raise TypeError("DRPC function and args must be strings")
         path = f"/drpc/{quote(function, safe='')}?timeout={self.timeout_secs!r}"
         server = self._transport.address
+        started = time.monotonic()
         try:
             response = self._transport.call(
                 "POST", path, self.timeout_secs + _GRACE_SECS, args.encode("utf-8")
             )
         except _TransportError as exc:
             if exc.timed_out:
-                detail = f"after {self.timeout_secs:g} s with no answer from the server"
+                waited = time.monotonic() - started
+                detail = (
+                    f"after waiting {_seconds(waited)} s with no answer from the server (request "
+                    f"timeout {self.timeout_secs:g} s, plus {_GRACE_SECS:g} s for the answer)"
+                )
                 raise execution_error(
                     function, DRPCErrorReason.TIMEOUT, detail=detail, server=server
                 ) from exc
@@ -163,6 +199,14 @@ class DRPCClient:
         return f"DRPCClient({self._transport.address})"
 
 
+def _seconds(value: float) -> str:
+    """``value`` seconds, to three significant digits and never in exponent form."""
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+_REFUSALS = (DRPCErrorReason.UNAUTHORIZED, DRPCErrorReason.BUSY, DRPCErrorReason.REJECTED)
+
+
 def _answer_error(function: str, server: str, response: _Response) -> DRPCExecutionError:
     """The error a non-200 answer to ``/drpc`` stands for."""
     data = response.json_object() or {}
@@ -171,6 +215,8 @@ def _answer_error(function: str, server: str, response: _Response) -> DRPCExecut
         reason = DRPCErrorReason(reason_text)
     except ValueError:
         reason = DRPCErrorReason.PROTOCOL
+    if isinstance(message, str) and reason in _REFUSALS:
+        return execution_error(function, reason, detail=message, server=server)
     if not isinstance(message, str) or reason is DRPCErrorReason.PROTOCOL:
         detail = f"HTTP {response.status}: {message or response.text()[:200]}"
         return execution_error(function, DRPCErrorReason.PROTOCOL, detail=detail, server=server)
@@ -191,19 +237,30 @@ class DRPCInvocationsClient:
 
     Args:
         host: The DRPC server's host.
-        port: The DRPC server's port.
+        port: The DRPC server's invocations port.
         timeout_secs: Socket timeout of each call (they are all answered at once).
+        token: The invocations port's bearer token, if the server requires one.
 
     Raises:
         DRPCError: From every method, when the server cannot be reached, does not answer
-            within ``timeout_secs``, or answers outside the protocol; the message names
-            ``host:port``.
+            within ``timeout_secs``, refuses the call (busy, token missing or wrong) or
+            answers outside the protocol; the message names ``host:port`` and the
+            server's reason.
+        ValueError: From the constructor: ``timeout_secs`` is not positive or ``token``
+            is not a valid token.
     """
 
-    def __init__(self, host: str, port: int = DEFAULT_PORT, timeout_secs: float = 10.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int = DEFAULT_INVOCATIONS_PORT,
+        timeout_secs: float = 10.0,
+        *,
+        token: str | None = None,
+    ) -> None:
         if not timeout_secs > 0:
             raise ValueError(f"a timeout must be positive, not {timeout_secs!r}")
-        self._transport = _Transport(host, port)
+        self._transport = _Transport(host, port, token, "DRPCInvocationsClient")
         self.timeout_secs = float(timeout_secs)
 
     @property
@@ -213,7 +270,7 @@ class DRPCInvocationsClient:
 
     @property
     def port(self) -> int:
-        """The DRPC server's port."""
+        """The DRPC server's invocations port."""
         return self._transport.port
 
     def fetch_request(self, function: str) -> DRPCRequest | None:
@@ -260,30 +317,28 @@ class DRPCInvocationsClient:
             ) from exc
 
     def _protocol_error(self, doing: str, response: _Response) -> DRPCError:
+        data = response.json_object() or {}
+        error = data.get("error")
+        said = error if isinstance(error, str) else response.text()[:200]
         return DRPCError(
             f"DRPC server {self._transport.address} answered HTTP {response.status} when "
-            f"{doing}: {response.text()[:200]}"
+            f"{doing}: {said}"
         )
 
     def __repr__(self) -> str:
         return f"DRPCInvocationsClient({self._transport.address})"
 
 
-DRPC_SERVERS = "drpc.servers"
-"""Storm's configuration key: the hosts of the DRPC servers (a list of names)."""
-DRPC_PORT = "drpc.port"
-"""Storm's configuration key: the DRPC servers' port (3772 by default)."""
-
-
 def invocations_clients_from_conf(conf: Mapping[str, Any]) -> list[DRPCInvocationsClient]:
     """One :class:`DRPCInvocationsClient` per server named by ``drpc.servers``.
 
     For DRPC spouts given no ``LocalDRPC``: as in Storm, they serve every DRPC server
-    of the configuration, on ``drpc.port`` (squall's HTTP protocol carries both client
-    calls and invocations on that one port).
+    of the configuration, on its invocations port ``drpc.invocations.port`` (3773 by
+    default), sending ``drpc.invocations.authorization.token`` when it is set.
 
     Raises:
-        DRPCError: ``drpc.servers`` is missing or empty, or an entry is not a host name.
+        DRPCError: ``drpc.servers`` is missing or empty, an entry is not a host name, or
+            the port or token is invalid; the message names the key.
     """
     servers = conf.get(DRPC_SERVERS)
     if isinstance(servers, str):
@@ -291,14 +346,16 @@ def invocations_clients_from_conf(conf: Mapping[str, Any]) -> list[DRPCInvocatio
     if not servers:
         raise DRPCError(
             f"no DRPC server configured: set {DRPC_SERVERS!r} (a list of hosts) and "
-            f"{DRPC_PORT!r}, or give the DRPC stream a LocalDRPC"
+            f"{DRPC_INVOCATIONS_PORT!r}, or give the DRPC stream a LocalDRPC"
         )
-    port = conf.get(DRPC_PORT, DEFAULT_PORT)
-    if not isinstance(port, int) or isinstance(port, bool):
-        raise DRPCError(f"{DRPC_PORT!r} must be an integer, not {port!r}")
+    try:
+        port = port_from_conf(conf, DRPC_INVOCATIONS_PORT, DEFAULT_INVOCATIONS_PORT)
+        token = token_from_conf(conf, DRPC_INVOCATIONS_AUTHORIZATION_TOKEN)
+    except ValueError as exc:
+        raise DRPCError(str(exc)) from None
     clients = []
     for host in servers:
         if not isinstance(host, str) or not host:
             raise DRPCError(f"{DRPC_SERVERS!r} must list host names, not {host!r}")
-        clients.append(DRPCInvocationsClient(host, port))
+        clients.append(DRPCInvocationsClient(host, port, token=token))
     return clients

@@ -21,6 +21,14 @@ class DRPCErrorReason(str, Enum):
     """The DRPC server could not be reached (network client only)."""
     PROTOCOL = "protocol"
     """The DRPC server answered something that is not the DRPC protocol."""
+    UNAUTHORIZED = "unauthorized"
+    """The DRPC server refused the request: its token is missing or wrong (HTTP 401)."""
+    BUSY = "busy"
+    """The DRPC server refused the request for now: every handler is busy, or its body
+    would exceed the bytes the server holds at once (HTTP 503); try again later."""
+    REJECTED = "rejected"
+    """The DRPC server refused the request itself: its body is over the size limit
+    (HTTP 413), or it did not arrive whole within the read deadline (HTTP 408)."""
 
 
 class DRPCError(SquallError):
@@ -40,7 +48,8 @@ class DRPCExecutionError(DRPCError):
 
     Attributes:
         function: The DRPC function that was called.
-        reason: Why the request ended (failed, timed out, shut down, unreachable server).
+        reason: Why the request ended (failed, timed out, shut down, unreachable or
+            refusing server).
         request_id: The request id, or ``None`` if the request never reached a broker.
         server: ``"host:port"`` of the DRPC server for network clients, else ``None``.
     """
@@ -105,6 +114,8 @@ def execution_error(
         message = f"{subject} timed out{f' {detail}' if detail else ''}"
     elif reason is DRPCErrorReason.SHUTDOWN:
         message = f"{subject} was abandoned: {detail or 'the DRPC service shut down'}"
+    elif reason in (DRPCErrorReason.UNAUTHORIZED, DRPCErrorReason.BUSY, DRPCErrorReason.REJECTED):
+        message = f"{subject} was refused: {detail}"
     elif reason is DRPCErrorReason.UNREACHABLE:
         where = f"DRPC server {server}" if server else "the DRPC server"
         message = f"{subject} could not be sent: {where} is unreachable ({detail})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import secrets
 import statistics
 import tempfile
 import time
@@ -192,8 +193,10 @@ class SparkCluster(TopologyRegistry[_Running]):
                 .option("pause", pause_file)
             )
             if source.kind == "drpc":
-                host, port = self._drpc_address(source, conf, bridges)
+                host, port, token = self._drpc_address(source, conf, bridges)
                 reader = reader.option("drpc_host", host).option("drpc_port", str(port))
+                if token is not None:  # Spark redacts options named like *token*
+                    reader = reader.option("drpc_token", token)
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
         runner = BatchRunner(
@@ -273,17 +276,29 @@ class SparkCluster(TopologyRegistry[_Running]):
 
     def _drpc_address(
         self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
-    ) -> tuple[str, int]:
-        """Where the source fetches DRPC requests: a loopback server in front of a
-        ``LocalDRPC`` of this process, or the DRPC server named in the configuration."""
+    ) -> tuple[str, int, str | None]:
+        """``(host, invocations port, token)`` where the source fetches DRPC requests:
+        a loopback server in front of a ``LocalDRPC`` of this process, serving only its
+        invocations side and requiring a random token (so no other local user can fetch
+        or answer its requests), or the DRPC server named in the configuration."""
+        from squall.drpc import (
+            DRPC_INVOCATIONS_AUTHORIZATION_TOKEN,
+            DRPCServer,
+            invocations_clients_from_conf,
+        )
+        from squall.drpc.config import token_from_conf
+
         if source.drpc is None:
             servers = conf.get("drpc.servers") or ["127.0.0.1"]
-            return str(servers[0]), int(conf.get("drpc.port") or 3772)
-        from squall.drpc import DRPCServer
-
-        bridge = DRPCServer("127.0.0.1", 0, broker=source.drpc.broker).start()
+            client = invocations_clients_from_conf({**conf, "drpc.servers": servers})[0]
+            token = token_from_conf(conf, DRPC_INVOCATIONS_AUTHORIZATION_TOKEN)
+            return client.host, client.port, token
+        token = secrets.token_urlsafe(32)
+        bridge = DRPCServer(
+            "127.0.0.1", None, broker=source.drpc.broker, invocations_token=token
+        ).start()
         bridges.append(bridge)
-        return "127.0.0.1", bridge.port
+        return "127.0.0.1", bridge.invocations_port, token
 
     def wait_idle(self, name: str, timeout_secs: float = 60.0) -> bool:
         """Process every batch the spouts have now; False if a query stopped or failed

@@ -251,7 +251,9 @@ class _DriverSide:
         elif setup.kind == "drpc":
             from squall.drpc import DRPCInvocationsClient
 
-            self.drpc = DRPCInvocationsClient(options["drpc_host"], int(options["drpc_port"]))
+            self.drpc = DRPCInvocationsClient(
+                options["drpc_host"], int(options["drpc_port"]), token=options.get("drpc_token")
+            )
         else:
             self.coordinator = setup.spout.get_coordinator(setup.conf, view)
         #: A coordinated spout's metadata of the last transaction (None before any).

@@ -93,14 +93,15 @@ class _StreamEmitter:
 
 def resolve_drpc(drpc: Any, conf: dict[str, Any]) -> Any:
     """The object a DRPC stream fetches requests from and returns results to: the
-    given ``LocalDRPC``, or a client of the DRPC server named in the configuration."""
+    given ``LocalDRPC``, or a client of the invocations port of the first DRPC server
+    named in the configuration (``drpc.servers``, loopback by default;
+    ``drpc.invocations.port``; ``drpc.invocations.authorization.token``)."""
     if drpc is not None:
         return drpc
-    from squall.drpc import DRPCInvocationsClient
+    from squall.drpc import invocations_clients_from_conf
 
     servers = conf.get("drpc.servers") or ["127.0.0.1"]
-    port = int(conf.get("drpc.port") or 3772)
-    return DRPCInvocationsClient(servers[0], port)
+    return invocations_clients_from_conf({**conf, "drpc.servers": servers})[0]
 
 
 class DRPCSource:

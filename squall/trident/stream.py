@@ -433,7 +433,8 @@ class TridentTopology:
         """A stream of DRPC requests for ``function_name`` (one field, ``args``); the
         stream's final tuples are the request's result (JSON list of value lists).
         ``drpc``: a ``LocalDRPC``, or None for the DRPC server named in the
-        configuration (``drpc.servers``/``drpc.port``)."""
+        configuration (``drpc.servers``, reached on ``drpc.invocations.port`` with
+        ``drpc.invocations.authorization.token``)."""
         node = self.add_node(
             "drpc_spout", [], Fields("args"), {"function": function_name, "drpc": drpc}
         )
