@@ -19,9 +19,10 @@ class StreamDeclaration:
     direct: bool = False
 
 
-#: Storm's system stream: every component has it (the engines declare it on each one in
-#: the system topology), so a bolt may subscribe to ``(component, "__system")``. Nothing
-#: is emitted on it (as in Storm 2.x); user code cannot declare or emit on it.
+#: Storm's system stream: every component has it (the engines declare it on each spout
+#: and bolt in the system topology), so a bolt may subscribe to ``(component,
+#: "__system")``. Nothing is emitted on it (as in Storm 2.x); user code cannot declare
+#: or emit on it.
 SYSTEM_STREAM = "__system"
 SYSTEM_STREAM_DECLARATION = StreamDeclaration(SYSTEM_STREAM, Fields("event"))
 

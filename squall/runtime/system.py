@@ -3,9 +3,9 @@
 As in Storm, acking is done by ordinary bolts (``__acker``) on reserved ``__`` streams:
 spouts declare ``__ack_init``, bolts ``__ack_ack``/``__ack_fail``/``__ack_reset_timeout``,
 all fields-grouped on the root id into the acker, which answers each spout task on
-direct streams. Every component, the acker included, also gets Storm's system stream
-``__system`` (fields ``["event"]``), which bolts may subscribe to; nothing is emitted
-on it.
+direct streams. Every spout and bolt of the user's topology also gets Storm's system
+stream ``__system`` (fields ``["event"]``), which bolts may subscribe to; nothing is
+emitted on it.
 """
 
 from __future__ import annotations
@@ -76,7 +76,6 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         stream: StreamDeclaration(stream, _ROOT_FIELDS, direct=True)
         for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
     }
-    acker_streams[SYSTEM_STREAM] = SYSTEM_STREAM_DECLARATION
     components[ACKER_COMPONENT] = ComponentSpec(
         ACKER_COMPONENT,
         AckerBolt(),
