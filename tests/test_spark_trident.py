@@ -163,6 +163,7 @@ def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from squall.cli.main import main
+    from tests.helpers import table_row
 
     app = tmp_path / "app_on_spark.py"
     app.write_text(
@@ -176,12 +177,13 @@ def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
         ".persistent_aggregate(MemoryMapState.factory(), Count(), Fields('n'))\n"
         "    return t.build()\n"
     )
-    result = CliRunner().invoke(
-        main, ["run", str(app), "--engine", "spark", "--seconds", "3", "--no-live", "--drain", "60"]
-    )
+    # Until the spout's two batches are processed, however long that takes (the test's
+    # own timeout is the limit), and a wide table whatever the environment's width.
+    arguments = ["run", str(app), "--engine", "spark", "--until-idle", "--seconds", "100"]
+    result = CliRunner().invoke(main, [*arguments, "--no-live"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "on SparkCluster" in result.output
-    assert "│ words" in result.output and "│       3 │" in result.output  # 3 tuples emitted
+    assert table_row(result.output, "words")["emitted"] == "3"  # both batches
 
 
 def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -213,6 +215,10 @@ def test_deactivate_stops_polling_the_spout_until_activate(spark: Any, tmp_path:
     try:
         cluster.submit_topology("endless", {}, topology.build())
         wait_until(lambda: cluster.get_topology_info("endless").extra["batches"] >= 2, timeout=60)
+        # The spout always has data: wait_idle still returns within its timeout (it may
+        # find the query idle between two polls, so either answer is possible).
+        for _ in range(3):
+            cluster.wait_idle("endless", timeout_secs=0.5)
         cluster.deactivate("endless")
         cluster.wait_idle("endless")  # batches already read from the spout still run
         paused = cluster.get_topology_info("endless")
@@ -269,7 +275,7 @@ def test_drpc_queries_a_state_on_spark(spark: Any, tmp_path: Path) -> None:
         try:
             cluster.submit_topology("wc", conf, topology.build())
             assert cluster.wait_idle("wc")
-            assert drpc.execute("words", "cow four") == "[[2]]"  # API.md's example
+            assert drpc.execute("words", "cow four") == "[[2]]"  # the README's example
             with pytest.raises(DRPCExecutionError, match="no boom allowed"):
                 drpc.execute("words", "cow boom")
             assert drpc.execute("words", "the jumped score nothing") == "[[3]]"

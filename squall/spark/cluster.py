@@ -7,6 +7,7 @@ import pickle
 import secrets
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -51,6 +52,31 @@ class _Query:
     runner: BatchRunner | CoreRunner
     directory: str
     core: CorePlan | None = None
+    #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
+    waiter: _AvailableWaiter | None = None
+
+
+class _AvailableWaiter:
+    """Runs a query's ``processAllAvailable`` on a thread of its own, so that a caller can
+    wait for it with a timeout (the call itself has none: with a spout that always has
+    data it may never return). Ends with the query at the latest."""
+
+    def __init__(self, query: Any) -> None:
+        self._query = query
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="squall-spark-wait-idle", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._query.processAllAvailable()
+        except BaseException as exc:  # the query failed or was stopped
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 @dataclass
@@ -301,24 +327,40 @@ class SparkCluster(TopologyRegistry[_Running]):
         return "127.0.0.1", bridge.invocations_port, token
 
     def wait_idle(self, name: str, timeout_secs: float = 60.0) -> bool:
-        """Process every batch the spouts have now; False if a query stopped or failed
-        (or, for a core topology, did not go idle within ``timeout_secs``).
+        """Wait until every batch the spouts have is processed; False if a query stopped
+        or failed, or the topology did not go idle within ``timeout_secs``.
 
-        A core topology is idle once every spout's source has polled twice since the
-        call, the last poll emitted nothing, and every batch holding tuples has had its
-        trees acked or failed (empty batches carrying tick tuples go on)."""
+        A Trident or transactional topology is idle once its queries have processed
+        everything their sources offer (Spark's ``processAllAvailable``; a spout that
+        always has data never is). A core topology is idle once every spout's source has
+        polled twice since the call, the last poll emitted nothing, and every batch
+        holding tuples has had its trees acked or failed (empty batches carrying tick
+        tuples go on)."""
         running = self._get(name)
+        deadline = time.monotonic() + timeout_secs
         for item in running.queries:
+            left = max(0.0, deadline - time.monotonic())
             if item.core is not None:
-                if not self._wait_core_idle(running, item, timeout_secs):
+                if not self._wait_core_idle(running, item, left):
                     return False
                 continue
-            try:
-                item.query.processAllAvailable()
-            except Exception as exc:  # the query failed: reported by get_topology_info
-                running.status = "FAILED"
-                item.runner.figures.record(exc)
+            if not self._wait_batch_idle(running, item, left):
                 return False
+        return True
+
+    def _wait_batch_idle(self, running: _Running, item: _Query, timeout_secs: float) -> bool:
+        waiter = item.waiter
+        if waiter is None:
+            waiter = item.waiter = _AvailableWaiter(item.query)
+        if not waiter.done.wait(timeout_secs):
+            return False  # still waiting: a later call goes on with the same waiter
+        item.waiter = None
+        if waiter.error is not None:
+            if item.query.isActive or item.query.exception() is not None:
+                # The query failed: reported by get_topology_info.
+                running.status = "FAILED"
+                item.runner.figures.record(waiter.error)
+            return False
         return True
 
     def _wait_core_idle(self, running: _Running, item: _Query, timeout_secs: float) -> bool:
