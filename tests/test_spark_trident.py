@@ -339,3 +339,31 @@ def test_an_unreachable_state_backend_is_named(spark: Any, tmp_path: Path) -> No
         assert any("RedisMapState cannot reach redis://127.0.0.1:1/0" in e for e in errors)
     finally:
         cluster.shutdown()
+
+
+def test_a_group_by_value_without_a_stable_hash_is_named(spark: Any, tmp_path: Path) -> None:
+    topology = TridentTopology()
+    (
+        topology.new_stream("numbers", FixedBatchSpout(Fields("n"), 2, [1], [2]))
+        # A plain object() compares by identity: it has no stable hash.
+        .map(lambda tup: [tup["n"], object()], Fields("n", "thing"))
+        .group_by(Fields("thing"))
+        .persistent_aggregate(MemoryMapState.factory(), Count(), Fields("count"))
+    )
+    conf = {"topology.spark.batch.retries": 0, "topology.spark.batch.interval.millis": 50}
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
+    try:
+        cluster.submit_topology("things", conf, topology.build())
+        assert not cluster.wait_idle("things")
+        info = cluster.get_topology_info("things")
+        assert info.status == "FAILED"
+        errors = [e.error for e in info.components["numbers"].errors]
+        assert any(
+            "groups stream" in e
+            and "by field 'thing'" in e
+            and "value of type object" in e
+            and "cannot be hashed stably" in e
+            for e in errors
+        ), errors
+    finally:
+        cluster.shutdown()

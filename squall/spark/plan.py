@@ -42,6 +42,8 @@ class Edge:
     kind: GroupingKind
     fields: tuple[str, ...]
     tasks: int
+    #: The subscribing component (named in routing errors).
+    subscriber: str = ""
 
 
 @dataclass
@@ -182,6 +184,7 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
                 sub.grouping.kind,
                 tuple(sub.grouping.fields or ()),
                 spec.num_tasks,
+                cid,
             )
             plans[cid].inputs.append(edge)
             if sub.source in by_id:
@@ -268,6 +271,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPla
                 sub.grouping.kind,
                 tuple(sub.grouping.fields or ()),
                 spec.num_tasks,
+                cid,
             )
             plans[cid].inputs.append(edge)
             declared = topology.get_component(sub.source).streams[sub.stream_id].fields

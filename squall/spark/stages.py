@@ -77,10 +77,11 @@ def chooser(edge: Edge, fields: Fields, source_partition: int) -> Chooser:
     the local engine makes, over task indexes."""
     targets = list(range(edge.tasks))
     kind = edge.kind
-    if kind is GroupingKind.FIELDS:
-        return FieldsRouter(targets, [fields.index(f) for f in edge.fields]).choose
-    if kind is GroupingKind.PARTIAL_KEY:
-        return PartialKeyRouter(targets, [fields.index(f) for f in edge.fields]).choose
+    if kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY):
+        router = FieldsRouter if kind is GroupingKind.FIELDS else PartialKeyRouter
+        positions = [fields.index(f) for f in edge.fields]
+        site = f"bolt {edge.subscriber!r} groups stream {edge.stream!r} of {edge.source!r}"
+        return router(targets, positions, edge.fields, site).choose
     if kind is GroupingKind.ALL:
         return AllRouter(targets).choose
     if kind is GroupingKind.GLOBAL:
