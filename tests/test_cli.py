@@ -343,7 +343,7 @@ def test_target_parsing(tmp_path: Path) -> None:
 def test_run_until_idle_stops_once_a_finite_input_is_processed(tmp_path: Path) -> None:
     """--until-idle: the 20 numbers are processed whatever the machine's speed, and the run
     ends then, long before --seconds (the test would time out otherwise)."""
-    path = write(tmp_path, "numbers.py", COMPONENTS)
+    path = write(tmp_path, "finite.py", COMPONENTS)
     with open(path, "a", encoding="utf-8") as source:
         source.write(
             "\n\ndef build_topology():\n"
