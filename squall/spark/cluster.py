@@ -414,7 +414,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             for item in running.queries:
                 if item.core is not None:
                     self._close_spouts(item)
-                item.runner.stopping = True
+                item.runner.attempts.stop()  # an interrupted batch is not run again
                 item.query.stop()
                 if isinstance(item.runner, CoreRunner):
                     # Gone: workers drop this run's live tasks (see bolttasks.live_bolt).

@@ -100,16 +100,6 @@ class CoreRunner:
         #: Trees acked and failed per spout (from the ledger).
         self.tuples_total = 0
 
-    @property
-    def stopping(self) -> bool:
-        """Set when the topology is killed: an interrupted batch is not run again."""
-        return self.attempts.stopping
-
-    @stopping.setter
-    def stopping(self, value: bool) -> None:
-        if value:
-            self.attempts.stop()
-
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
         ranges = self.offsets.ranges(batch_id)

@@ -149,16 +149,6 @@ class BatchRunner:
                     if isinstance(processor, DRPCReturnProcessor):
                         processor.resolver = self.returns
 
-    @property
-    def stopping(self) -> bool:
-        """Set when the topology is killed: an interrupted batch is not run again."""
-        return self.attempts.stopping
-
-    @stopping.setter
-    def stopping(self, value: bool) -> None:
-        if value:
-            self.attempts.stop()
-
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
         ranges = self.offsets.ranges(batch_id)
@@ -181,7 +171,7 @@ class BatchRunner:
         try:
             self.attempts.run(batch_id, attempt)
         except Exception as exc:
-            if self.returns is None or self.stopping:
+            if self.returns is None or self.attempts.stopping:
                 raise
             # A DRPC request fails alone: its client gets the error, the stream goes on
             # with the next request.
