@@ -23,6 +23,16 @@ from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that runs Spark (it uses the ``spark`` fixture, directly or through
+    ``engine``'s Spark case) with ``spark``, so ``-m "not spark"`` is the fast path."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_spark = callspec is not None and callspec.params.get("engine") == "spark"
+        if on_spark or "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
     """A LocalCluster on the real clock, shut down after the test."""

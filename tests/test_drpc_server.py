@@ -476,6 +476,7 @@ def test_an_invocations_only_bridge_leaves_its_broker_to_its_owner() -> None:
         assert outcome == {"value": "[[2]]"}
 
 
+@pytest.mark.spark  # imports the Spark engine (pyspark)
 def test_the_spark_bridge_requires_a_random_token(tmp_path: Path) -> None:
     """SparkCluster puts a loopback invocations server with a fresh random token in
     front of a DRPC stream's LocalDRPC, and hands the token to the reader's options."""
