@@ -1,6 +1,14 @@
-"""The Spark engine: topologies run on Apache Spark through PySpark, in micro-batches."""
+"""The Spark engine: topologies run on Apache Spark through PySpark, in micro-batches.
 
-from squall.spark.cluster import SparkCluster
+It needs the ``spark`` extra (``pip install 'squall[spark]'``): importing this package
+without it raises :class:`SparkExtraMissingError`, which names the command.
+"""
+
+from squall.spark.requirements import SparkExtraMissingError, require_spark_extra
 from squall.spark.session import SparkUnavailableError
 
-__all__ = ["SparkCluster", "SparkUnavailableError"]
+require_spark_extra()
+
+from squall.spark.cluster import SparkCluster  # noqa: E402  (needs the extra checked first)
+
+__all__ = ["SparkCluster", "SparkExtraMissingError", "SparkUnavailableError"]
