@@ -16,8 +16,8 @@ Run it::
     python examples/trident_word_count.py
 
 ``build_topology(drpc)`` returns the topology (the tests use it with a ``LocalDRPC``);
-``squall run examples/trident_word_count.py`` runs it too, with a ``LocalDRPC`` nobody
-queries.
+``squall run examples/trident_word_count.py --seconds 5`` runs it too, with a
+``LocalDRPC`` nobody queries.
 """
 
 from __future__ import annotations
