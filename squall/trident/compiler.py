@@ -4,7 +4,8 @@
   after a spout, and at every repartition, merge and join; the other operations join
   their parent's segment. A segment runs as one batch bolt (``BatchBoltExecutor``
   around a :class:`~squall.trident.segment.TridentSegment`), a committer when it
-  updates a state.
+  updates a state, named ``b<N>-<label>`` after its ``.name()`` or its operations
+  (:mod:`squall.trident.naming`).
 * The regular spouts share one coordinator spout (``<stream ids>/coordinator``), each
   spout has an emitter bolt named by its stream id; a DRPC stream gets its own
   coordinator and emitter (``drpc-<function>``) and ends in a global step that
@@ -29,6 +30,7 @@ from squall.transactional.batch import (
 )
 from squall.transactional.coordinator import TransactionalSpoutCoordinator
 from squall.trident.graph import Node
+from squall.trident.naming import segment_component_id
 from squall.trident.processors import PROCESSORS, JoinProcessor, Processor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import (
@@ -122,6 +124,7 @@ def _segments(topology: TridentTopology) -> tuple[list[Segment], dict[int, Segme
             segment = segment_of[node.parents[0].id]
         segment.nodes.append(node)
         segment_of[node.id] = segment
+    bolts = 0
     for segment in segments:
         head = segment.head
         if head.kind == "spout":
@@ -134,8 +137,8 @@ def _segments(topology: TridentTopology) -> tuple[list[Segment], dict[int, Segme
         elif head.kind == "drpc_spout":
             segment.component_id = f"drpc-{head.params['function']}"
         else:
-            names = [n.name for n in segment.nodes if n.name]
-            segment.component_id = f"b{segment.index}" + (f"-{names[0]}" if names else "")
+            bolts += 1
+            segment.component_id = segment_component_id(bolts, segment.nodes)
     return segments, segment_of
 
 

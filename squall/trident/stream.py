@@ -267,7 +267,9 @@ class Stream:
         return self
 
     def name(self, name: str) -> Stream:
-        """Name the operation (its segment's component id uses it)."""
+        """Name the operation: its segment's component id becomes ``b<N>-<name>``
+        (characters other than letters, digits and ``_.+-()`` become ``_``); the first
+        named operation of a segment names it."""
         self.node.name = name
         return self
 
@@ -331,10 +333,13 @@ class GroupedStream:
         return self.stream
 
 
-def _to_groups(stream: Stream, keys: Fields, inputs: Fields, aggregator: Any) -> Stream:
+def _to_groups(
+    stream: Stream, keys: Fields, inputs: Fields, aggregator: Any, operation: str
+) -> Stream:
     """Repartition ``stream`` so each group (``keys``; none: the whole batch) is in one
     partition; a combiner aggregator first combines each partition's groups (map-side),
-    so only partials move."""
+    so only partials move. ``operation``: the API method aggregating (names the
+    map-side step)."""
     grouping: dict[str, Any] = (
         {"grouping": "fields", "fields": keys} if len(keys) else {"grouping": "global"}
     )
@@ -345,6 +350,7 @@ def _to_groups(stream: Stream, keys: Fields, inputs: Fields, aggregator: Any) ->
             inputs=inputs,
             aggregator=aggregator,
             group=keys,
+            operation=operation,
         )
     return stream._add("partition", stream.output_fields, **grouping)
 
@@ -354,7 +360,7 @@ def _aggregate(
 ) -> Stream:
     keys = group if group is not None else Fields([])
     output = Fields([*keys, *outputs])
-    moved = _to_groups(stream, keys, inputs, aggregator)
+    moved = _to_groups(stream, keys, inputs, aggregator, "aggregate")
     if isinstance(aggregator, CombinerAggregator):
         return moved._add(
             "combine_final", output, aggregator=aggregator, group=keys, whole_batch=True
@@ -382,7 +388,7 @@ def _persist(
             "Trident persistent_aggregate needs a CombinerAggregator or ReducerAggregator "
             f"(state is updated value by value), got {type(aggregator).__name__}"
         )
-    moved = _to_groups(stream, group, inputs, aggregator)
+    moved = _to_groups(stream, group, inputs, aggregator, "persistent_aggregate")
     mode = "combiner" if isinstance(aggregator, CombinerAggregator) else "reducer"
     params = {
         "mode": mode,
