@@ -140,9 +140,10 @@ def started(
 ) -> Iterator[dict[str, Started]]:
     """Start every command whose test was selected, all at once; kill leftovers after."""
     selected = {
-        item.callspec.params["command"]
+        str(item.callspec.params["command"])
         for item in request.session.items
-        if item.module is request.module
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
         and item.originalname == "test_documented_command_finishes_cleanly"
     }
     env = {
