@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall.local.running import EmitListener, RunningTopology
-from squall.model.config import Config
+from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
@@ -48,6 +48,10 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         ``emit_listener(component_id, stream_id, task_id, values, targets)``, if given, is
         called on the emitting task's thread after every emit on a user stream.
 
+        Each ``topology.*`` key of ``conf`` that squall does not know (a misspelling,
+        mostly) gets a :class:`~squall.model.config.ConfigWarning` pointing at this call;
+        the key still reaches the components.
+
         Raises:
             SquallError: a topology called ``name`` is running.
             InvalidTopologyError: the topology or configuration is invalid.
@@ -61,6 +65,7 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         if not isinstance(name, str) or not name:
             raise InvalidTopologyError("a topology name must be a non-empty string")
         conf = dict(conf or {})
+        warn_unknown_keys(conf)
         _check_conf(conf)
         with self._lock:
             self._claim(name)

@@ -5,7 +5,7 @@ Pure data, picklable, no threads; knows nothing of engines.
 
 from squall.model.builder import BoltDeclarer, SpoutDeclarer, TopologyBuilder
 from squall.model.components import BasicBolt, Bolt, Component, Spout
-from squall.model.config import Config
+from squall.model.config import Config, ConfigWarning
 from squall.model.declarer import OutputFieldsDeclarer, StreamDeclaration
 from squall.model.errors import (
     ComponentError,
@@ -28,6 +28,7 @@ __all__ = [
     "ComponentError",
     "ComponentSpec",
     "Config",
+    "ConfigWarning",
     "CustomStreamGrouping",
     "FailedException",
     "Fields",

@@ -1,7 +1,10 @@
-"""Topology configuration: a ``dict`` with Storm's key names."""
+"""Topology configuration: a ``dict`` with Storm's key names, and the check that warns
+about ``topology.*`` keys squall does not know (misspelled ones, mostly)."""
 
 from __future__ import annotations
 
+import difflib
+import warnings
 from typing import Any
 
 
@@ -133,3 +136,136 @@ def component_config(
         ):
             merged[key] = value
     return merged
+
+
+class ConfigWarning(UserWarning):
+    """A ``topology.*`` configuration key that squall does not know, probably misspelled.
+
+    Issued once per key by ``submit_topology``; filter it like any warning, e.g.
+    ``warnings.simplefilter("ignore", ConfigWarning)``.
+    """
+
+
+#: The Spark engine's keys (``squall.spark`` reads them; listed here so that checking a
+#: configuration does not need the Spark extra).
+SPARK_KEYS: frozenset[str] = frozenset(
+    {
+        "topology.spark.batch.interval.millis",
+        "topology.spark.batch.max.tuples",
+        "topology.spark.batch.retries",
+    }
+)
+
+#: Storm's own keys that a Storm topology may set and squall accepts without using them
+#: (serialization, JVM and scheduler settings...): no warning for these.
+STORM_KEYS: frozenset[str] = frozenset(
+    {
+        "topology.auto-credentials",
+        "topology.auto.task.hooks",
+        "topology.backpressure.check.millis",
+        "topology.backpressure.enable",
+        "topology.batch.flush.interval.millis",
+        "topology.bolt.wait.strategy",
+        "topology.builtin.metrics.bucket.size.secs",
+        "topology.classpath",
+        "topology.component.cpu.pcore.percent",
+        "topology.component.resources.offheap.memory.mb",
+        "topology.component.resources.onheap.memory.mb",
+        "topology.disable.loadaware.messaging",
+        "topology.environment",
+        "topology.eventlogger.executors",
+        "topology.executor.send.buffer.size",
+        "topology.fall.back.on.java.serialization",
+        "topology.groups",
+        "topology.isolate.machines",
+        "topology.kryo.decorators",
+        "topology.kryo.factory",
+        "topology.kryo.register",
+        "topology.metrics.consumer.register",
+        "topology.multilang.serializer",
+        "topology.priority",
+        "topology.producer.batch.size",
+        "topology.scheduler.strategy",
+        "topology.shellbolt.max.pending",
+        "topology.skip.missing.kryo.registrations",
+        "topology.spout.wait.strategy",
+        "topology.state.checkpoint.interval.ms",
+        "topology.state.provider",
+        "topology.state.provider.config",
+        "topology.submitter.principal",
+        "topology.subprocess.timeout.secs",
+        "topology.tasks",
+        "topology.testing.always.try.serialize",
+        "topology.transfer.batch.size",
+        "topology.transfer.buffer.size",
+        "topology.tuple.serializer",
+        "topology.users",
+        "topology.version",
+        "topology.worker.childopts",
+        "topology.worker.gc.childopts",
+        "topology.worker.logwriter.childopts",
+        "topology.worker.max.heap.size.mb",
+        "topology.worker.shared.thread.pool.size",
+        "topology.worker.timeout.secs",
+    }
+)
+
+#: Prefixes of accepted keys: Storm's per-bolt settings (windowing and the like), which a
+#: component's configuration passes through to its tasks.
+KNOWN_PREFIXES: tuple[str, ...] = ("topology.bolts.",)
+
+_PREFIX = "topology."
+
+
+def known_keys() -> frozenset[str]:
+    """Every ``topology.*`` key squall accepts without a warning: the keys it reads (the
+    :class:`Config` constants, :data:`DEFAULTS`, :data:`COMPONENT_KEYS`,
+    :data:`SPARK_KEYS`) and :data:`STORM_KEYS`."""
+    constants = {
+        value
+        for name, value in vars(Config).items()
+        if name.startswith("TOPOLOGY_") and isinstance(value, str)
+    }
+    return frozenset(constants | set(DEFAULTS) | COMPONENT_KEYS | SPARK_KEYS | STORM_KEYS)
+
+
+def check_config_keys(conf: dict[str, Any]) -> list[str]:
+    """One message per ``topology.*`` key of ``conf`` that squall does not know, in the
+    order of ``conf``: ``unknown configuration key 'topology.workrs' (did you mean
+    'topology.workers'?)``, or ``... (not used by squall)`` when no known key is close.
+
+    Pure: runs wherever it is called and changes nothing. Keys outside ``topology.*``
+    (the application's own) are never reported.
+    """
+    known = known_keys()
+    suffixes = {key[len(_PREFIX) :]: key for key in known}
+    messages = []
+    for key in conf:
+        if (
+            not isinstance(key, str)
+            or not key.startswith(_PREFIX)
+            or key in known
+            or key.startswith(KNOWN_PREFIXES)
+        ):
+            continue
+        close = difflib.get_close_matches(key[len(_PREFIX) :], list(suffixes), n=1, cutoff=0.7)
+        hint = f"did you mean {suffixes[close[0]]!r}?" if close else "not used by squall"
+        messages.append(f"unknown configuration key {key!r} ({hint})")
+    return messages
+
+
+def warn_unknown_keys(conf: dict[str, Any], stacklevel: int = 2) -> list[str]:
+    """Issue a :class:`ConfigWarning` for each message of :func:`check_config_keys`.
+
+    Called by the engines' ``submit_topology``, on the submitting thread. The keys stay
+    in ``conf``: components still receive them. ``stacklevel`` is counted from the
+    caller, as for ``warnings.warn``: the default 2 points the warnings at the line
+    that called the caller (the user's ``submit_topology`` call).
+
+    Returns:
+        The messages warned about.
+    """
+    messages = check_config_keys(conf)
+    for message in messages:
+        warnings.warn(message, ConfigWarning, stacklevel=stacklevel + 1)
+    return messages
