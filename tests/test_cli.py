@@ -145,8 +145,8 @@ picky_topology = builder.create_topology()
     numbers = table_row(output, "numbers")
     assert (numbers["acked"], numbers["failed"]) == ("16", "4")
     assert table_row(output, "picky")["errors"] == "4"
-    assert "Most recent errors (4 of 4)" in output
-    assert "picky task" in output and "ValueError: no multiples of five: 20" in output
+    assert "picky: 4 errors\n" in output and output.rstrip().endswith("4 errors in 1 component")
+    assert "1x ValueError: no multiples of five: 20  (task 3)" in output
     assert 'picky.py", line' in output and "in execute" in output
     assert "squall/local" not in output  # the engine's own frames are left out
 

@@ -1,37 +1,34 @@
 """Rich renderings of topologies and their metrics for the ``squall`` command.
 
 Pure functions from squall's data (``TopologyInfo``, ``StormTopology``, ``TaskPlan``)
-to rich renderables; nothing here talks to a cluster.
+to rich renderables; nothing here talks to a cluster. The renderables choose their
+layout when rich renders them, for the width they are given (a terminal's, ``COLUMNS``,
+or the wide console ``squall`` uses for pipes): a table with every column when it fits;
+else a table with shorter headers and, for metrics, fewer columns (saying which are
+hidden); else one block per component. No number or task id range is ever cut.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-import squall
+from squall.cli.errors_view import errors_view
+from squall.cli.fitting import FitColumn, fitted_table, pairs_grid
+from squall.cli.formats import count, fraction, milliseconds, plural, task_ranges
 from squall.model.topology import ComponentSpec, StormTopology
 from squall.runtime.acker import ACKER_COMPONENT
-from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
+from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.plan import TaskPlan
 
-#: Lines of each error's traceback shown in the summary.
-TRACEBACK_LINES = 8
-#: Errors shown in the summary, newest last.
-ERRORS_SHOWN = 5
-
-_SQUALL_DIR = str(Path(squall.__file__).resolve().parent)
-
-
-def _count(value: int) -> str:
-    return f"{value:,}"
-
-
-def _milliseconds(value: float) -> str:
-    return f"{value:.3f}" if value else "-"
+#: Metrics columns hidden when the table is too wide, first hidden first. The component
+#: and the counts emitted, executed, acked, failed and errors are always shown; when even
+#: they do not fit, every component gets a block of ``key value`` lines instead.
+METRICS_HIDDEN_FIRST = ("transferred", "complete ms", "tasks", "kind", "execute ms", "capacity")
 
 
 def _ordered(info: TopologyInfo, order: list[str] | None) -> list[ComponentStats]:
@@ -45,104 +42,156 @@ def _ordered(info: TopologyInfo, order: list[str] | None) -> list[ComponentStats
     return sorted(info.components.values(), key=key)
 
 
+def metrics_caption(info: TopologyInfo) -> str:
+    """The line under the metrics: status, uptime, where it runs, pending and queued.
+
+    Where it runs is ``info.extra["resources"]`` when the engine gives it (Spark: such as
+    ``"3 executors, 12 cores"``), else the number of workers.
+    """
+    resources = info.extra.get("resources")
+    where = str(resources) if resources is not None else f"{info.workers} worker(s)"
+    return (
+        f"{info.status}, up {info.uptime_secs:,.1f} s, {where}, "
+        f"{count(info.extra.get('pending', 0))} tree(s) pending, "
+        f"{count(info.extra.get('queued', 0))} tuple(s) queued"
+    )
+
+
+def _metric_values(stats: ComponentStats) -> dict[str, Text]:
+    """The metrics of one component as the table shows them (``-``: does not apply)."""
+    errors = stats.errors_total
+    return {
+        "tasks": Text(count(len(stats.tasks))),
+        "emitted": Text(count(stats.emitted)),
+        "transferred": Text(count(stats.transferred)),
+        "executed": Text(count(stats.executed)),
+        "acked": Text(count(stats.acked)),
+        "failed": Text(count(stats.failed)),
+        "execute ms": Text(milliseconds(stats.execute_latency_ms)),
+        "complete ms": Text(milliseconds(stats.complete_latency_ms)),
+        "capacity": Text(fraction(stats.capacity) if stats.kind == "bolt" else "-"),
+        "errors": Text(count(errors), style="bold red" if errors else ""),
+    }
+
+
+#: Headers of the metrics columns, the full one first, then a shorter one.
+_METRIC_HEADERS: dict[str, tuple[str, ...]] = {
+    "execute ms": ("execute ms", "exec ms"),
+    "complete ms": ("complete ms", "compl ms"),
+    "capacity": ("capacity", "cap"),
+}
+
+
+class MetricsView:
+    """One row of metrics per component, fitted to the width it is rendered at.
+
+    Rendered by rich (on the printing thread) from a snapshot taken when it is built.
+    """
+
+    def __init__(self, info: TopologyInfo, title: str, order: list[str] | None) -> None:
+        self.info = info
+        self.title = title
+        self.components = _ordered(info, order)
+
+    def _columns(self) -> list[FitColumn]:
+        values = [_metric_values(stats) for stats in self.components]
+        kinds = [
+            Text("system" if stats.component_id.startswith("__") else stats.kind)
+            for stats in self.components
+        ]
+        columns = [
+            FitColumn(
+                "component",
+                ("component",),
+                tuple(Text(stats.component_id) for stats in self.components),
+                flexible=True,
+            ),
+            FitColumn("kind", ("kind",), tuple(kinds)),
+        ]
+        for name in values[0] if values else _metric_values(ComponentStats("", "", [])):
+            columns.append(
+                FitColumn(
+                    name,
+                    _METRIC_HEADERS.get(name, (name,)),
+                    tuple(row[name] for row in values),
+                    justify="right",
+                )
+            )
+        return columns
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        columns = self._columns()
+        styles = ["dim" if s.component_id.startswith("__") else None for s in self.components]
+        for hidden_count in range(len(METRICS_HIDDEN_FIRST) + 1):
+            hidden = METRICS_HIDDEN_FIRST[:hidden_count]
+            shown = [column for column in columns if column.name not in hidden]
+            for compact in (False, True):
+                table = fitted_table(
+                    console,
+                    options,
+                    shown,
+                    compact,
+                    styles,
+                    title=Text(self.title, style="table.title"),
+                    caption=Text(metrics_caption(self.info), style="table.caption"),
+                    header_style="bold",
+                )
+                if table is not None:
+                    yield table
+                    if hidden:
+                        yield Text(
+                            f"hidden at {options.max_width} columns: {', '.join(hidden)}",
+                            style="dim",
+                        )
+                    return
+        yield from self._blocks(console, options)
+
+    def _blocks(self, console: Console, options: ConsoleOptions) -> Iterable[RenderableType]:
+        """Every component as a title line and its metrics as ``key value`` pairs."""
+        rows = []
+        for stats in self.components:
+            values = _metric_values(stats)
+            del values["tasks"]
+            rows.append([(key, value) for key, value in values.items() if value.plain != "-"])
+        key_width = max((len(key) for row in rows for key, _ in row), default=0)
+        value_width = max((len(value.plain) for row in rows for _, value in row), default=0)
+        indented = options.update_width(max(1, options.max_width - 2))
+        grids = pairs_grid(console, indented, rows, key_width, value_width)
+        yield Text(self.title, style="table.title")
+        for stats, grid in zip(self.components, grids, strict=True):
+            system = stats.component_id.startswith("__")
+            kind = "system" if system else stats.kind
+            yield Text.assemble(
+                (stats.component_id, "bold"),
+                f" ({kind}, {plural(len(stats.tasks), 'task')})",
+                style="dim" if system else "",
+            )
+            yield Padding(grid, (0, 0, 0, 2), style="dim" if system else "", expand=False)
+        yield Text(metrics_caption(self.info), style="table.caption")
+
+
 def metrics_table(
     info: TopologyInfo, title: str | None = None, order: list[str] | None = None
-) -> Table:
+) -> RenderableType:
     """One row of metrics per component, in ``order`` (system components last, dimmed).
 
     Columns: component, kind, tasks, emitted, transferred, executed, acked, failed,
-    execute latency (ms, bolts), complete latency (ms, spouts), capacity, errors (total).
+    execute latency (ms, bolts), complete latency (ms, spouts), capacity, errors (total),
+    under a caption with the status, uptime, workers (or ``extra["resources"]``), pending
+    trees and queued tuples. The layout is chosen when the result is rendered, for the
+    width available: columns are hidden in the order of ``METRICS_HIDDEN_FIRST`` (a
+    line under the table names them) and, when even the essential ones do not fit, each
+    component becomes a block of ``key value`` lines. Numbers are never cut.
     """
-    table = Table(
-        title=title or f"topology {info.name!r}",
-        caption=(
-            f"{info.status}, up {info.uptime_secs:.1f} s, {info.workers} worker(s), "
-            f"{info.extra.get('pending', 0):,} tree(s) pending, "
-            f"{info.extra.get('queued', 0):,} tuple(s) queued"
-        ),
-        header_style="bold",
-    )
-    table.add_column("component")
-    table.add_column("kind")
-    for header in ("tasks", "emitted", "transferred", "executed", "acked", "failed"):
-        table.add_column(header, justify="right")
-    table.add_column("execute ms", justify="right")
-    table.add_column("complete ms", justify="right")
-    table.add_column("capacity", justify="right")
-    table.add_column("errors", justify="right")
-    for stats in _ordered(info, order):
-        system = stats.component_id.startswith("__")
-        table.add_row(
-            Text(stats.component_id),
-            "system" if system else stats.kind,
-            str(len(stats.tasks)),
-            _count(stats.emitted),
-            _count(stats.transferred),
-            _count(stats.executed),
-            _count(stats.acked),
-            _count(stats.failed),
-            _milliseconds(stats.execute_latency_ms),
-            _milliseconds(stats.complete_latency_ms),
-            f"{stats.capacity:.3f}" if stats.kind == "bolt" else "-",
-            Text(str(stats.errors_total), style="bold red" if stats.errors_total else ""),
-            style="dim" if system else None,
-        )
-    return table
-
-
-def recent_errors(info: TopologyInfo, limit: int = ERRORS_SHOWN) -> list[ErrorInfo]:
-    """The ``limit`` most recent errors over every component, oldest first."""
-    errors = [error for stats in info.components.values() for error in stats.errors]
-    return sorted(errors, key=lambda error: error.time)[-limit:]
-
-
-def short_traceback(trace: str, limit: int = TRACEBACK_LINES) -> list[str]:
-    """The start of a traceback without squall's own frames (the user's code first).
-
-    Frames in squall's package are dropped, so what is left starts at the user's code;
-    at most ``limit`` lines are kept.
-    """
-    lines = trace.rstrip("\n").splitlines()
-    kept: list[str] = []
-    skipping = False
-    for line in lines:
-        if line.startswith("Traceback (most recent call last)"):
-            continue
-        if line.startswith('  File "'):
-            filename = line.split('"', 2)[1]
-            skipping = str(Path(filename).resolve()).startswith(_SQUALL_DIR)
-            if skipping:
-                continue
-        elif skipping and line.startswith("    "):
-            continue
-        else:
-            skipping = False
-        kept.append(line)
-    return kept[:limit]
-
-
-def errors_view(info: TopologyInfo, limit: int = ERRORS_SHOWN) -> RenderableType | None:
-    """The most recent errors with the first lines of their tracebacks (None if none)."""
-    errors = recent_errors(info, limit)
-    if not errors:
-        return None
-    total = sum(stats.errors_total for stats in info.components.values())
-    parts: list[RenderableType] = [
-        Text(f"Most recent errors ({len(errors)} of {total}):", style="bold red")
-    ]
-    for error in errors:
-        parts.append(Text(f"{error.component_id} task {error.task_id}: {error.error}"))
-        body = short_traceback(error.traceback)
-        if body:
-            parts.append(Text("\n".join(f"    {line}" for line in body), style="dim"))
-    return Group(*parts)
+    return MetricsView(info, title or f"topology {info.name!r}", order)
 
 
 def summary_view(info: TopologyInfo, order: list[str] | None = None) -> RenderableType:
-    """The final metrics table followed by the most recent errors."""
+    """The final metrics table, then the most recent errors grouped, then a closing line
+    (``877 errors in 2 components``, or ``no errors``)."""
     table = metrics_table(info, f"topology {info.name!r}: final metrics", order)
     errors = errors_view(info)
-    return table if errors is None else Group(table, errors)
+    return Group(table, errors if errors is not None else Text("no errors"))
 
 
 def _streams(spec: ComponentSpec) -> str:
@@ -168,53 +217,131 @@ def _inputs(spec: ComponentSpec) -> str:
     return "\n".join(lines) or "-"
 
 
-def _task_ranges(tasks: list[int]) -> str:
-    if not tasks:
-        return "-"
-    runs: list[str] = []
-    start = previous = tasks[0]
-    for task in [*tasks[1:], None]:
-        if task is not None and task == previous + 1:
-            previous = task
-            continue
-        runs.append(str(start) if start == previous else f"{start}-{previous}")
-        if task is not None:
-            start = previous = task
-    return ", ".join(runs)
+def _texts(values: Iterable[str]) -> tuple[Text, ...]:
+    return tuple(Text(value) for value in values)
 
 
-def topology_table(topology: StormTopology, plan: TaskPlan, title: str) -> Table:
+class TopologyView:
+    """Components in declaration order with executors, tasks, task ids, workers, streams
+    and subscriptions, fitted to the width it is rendered at (on the printing thread)."""
+
+    #: Narrowest the streams and inputs columns may be before blocks are used instead.
+    TEXT_COLUMN_WIDTH = 24
+
+    def __init__(self, topology: StormTopology, plan: TaskPlan, title: str) -> None:
+        self.title = title
+        self.specs = sorted(topology, key=lambda spec: spec.system)
+        executors: dict[str, int] = {}
+        workers: dict[str, set[int]] = {}
+        for executor in plan.executors:
+            executors[executor.component_id] = executors.get(executor.component_id, 0) + 1
+            workers.setdefault(executor.component_id, set()).add(executor.worker)
+        self.executors = {
+            spec.component_id: executors.get(spec.component_id, 0) for spec in self.specs
+        }
+        self.tasks = {
+            spec.component_id: plan.component_tasks[spec.component_id] for spec in self.specs
+        }
+        self.workers = {
+            spec.component_id: sorted(workers.get(spec.component_id, ())) for spec in self.specs
+        }
+
+    def _columns(self) -> list[FitColumn]:
+        ids = [spec.component_id for spec in self.specs]
+        text = self.TEXT_COLUMN_WIDTH
+        return [
+            FitColumn("component", ("component",), _texts(ids), flexible=True),
+            FitColumn(
+                "kind",
+                ("kind",),
+                _texts("system" if spec.system else spec.kind for spec in self.specs),
+            ),
+            FitColumn(
+                "executors",
+                ("executors", "execs"),
+                _texts(count(self.executors[i]) for i in ids),
+                justify="right",
+            ),
+            FitColumn(
+                "tasks",
+                ("tasks",),
+                _texts(count(len(self.tasks[i])) for i in ids),
+                justify="right",
+            ),
+            FitColumn("task ids", ("task ids",), _texts(task_ranges(self.tasks[i]) for i in ids)),
+            FitColumn(
+                "workers",
+                ("workers",),
+                _texts(", ".join(str(w) for w in self.workers[i]) for i in ids),
+            ),
+            FitColumn(
+                "streams",
+                ("streams (fields)",),
+                _texts(_streams(spec) for spec in self.specs),
+                flexible=True,
+                comfortable=text,
+            ),
+            FitColumn(
+                "inputs",
+                ("inputs (source:stream grouping)",),
+                _texts(_inputs(spec) for spec in self.specs),
+                flexible=True,
+                comfortable=text,
+            ),
+        ]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        columns = self._columns()
+        styles = ["dim" if spec.system else None for spec in self.specs]
+        for compact in (False, True):
+            table = fitted_table(
+                console,
+                options,
+                columns,
+                compact,
+                styles,
+                title=Text(self.title, style="table.title"),
+                header_style="bold",
+                show_lines=True,
+            )
+            if table is not None:
+                yield table
+                return
+        yield from self._blocks()
+
+    def _blocks(self) -> Iterable[RenderableType]:
+        """Every component as a line of its figures, then its streams and inputs."""
+        yield Text(self.title, style="table.title")
+        for spec in self.specs:
+            component_id = spec.component_id
+            workers = self.workers[component_id]
+            style = "dim" if spec.system else ""
+            yield Text.assemble(
+                (component_id, "bold"),
+                f" ({'system' if spec.system else spec.kind}): "
+                f"{plural(self.executors[component_id], 'executor')}, "
+                f"{plural(len(self.tasks[component_id]), 'task')}, "
+                f"task ids {task_ranges(self.tasks[component_id])}, "
+                f"{'worker' if len(workers) == 1 else 'workers'} "
+                f"{', '.join(str(w) for w in workers) or '-'}",
+                style=style,
+            )
+            grid = Table.grid(padding=(0, 1, 0, 0))
+            grid.add_column(width=len("streams"))
+            grid.add_column(overflow="fold")
+            grid.add_row(Text("streams"), Text(_streams(spec)))
+            grid.add_row(Text("inputs"), Text(_inputs(spec)))
+            yield Padding(grid, (0, 0, 0, 2), style=style, expand=False)
+
+
+def topology_table(topology: StormTopology, plan: TaskPlan, title: str) -> RenderableType:
     """Components in declaration order with executors, task ids, workers, streams and
     subscriptions.
 
     ``topology`` should be the system topology (the user's plus ``__acker``) so that the
-    task ids shown are the ones a run uses.
+    task ids shown are the ones a run uses. The layout is chosen when the result is
+    rendered: a table whose streams and inputs wrap, or, when they would be narrower than
+    ``TopologyView.TEXT_COLUMN_WIDTH``, one block per component. Numbers and task id
+    ranges are never cut.
     """
-    table = Table(title=title, header_style="bold", show_lines=True)
-    table.add_column("component")
-    table.add_column("kind")
-    table.add_column("executors", justify="right")
-    table.add_column("tasks", justify="right")
-    table.add_column("task ids")
-    table.add_column("workers")
-    table.add_column("streams (fields)")
-    table.add_column("inputs (source:stream grouping)")
-    executors: dict[str, int] = {}
-    workers: dict[str, set[int]] = {}
-    for executor in plan.executors:
-        executors[executor.component_id] = executors.get(executor.component_id, 0) + 1
-        workers.setdefault(executor.component_id, set()).add(executor.worker)
-    for spec in sorted(topology, key=lambda spec: spec.system):
-        tasks = plan.component_tasks[spec.component_id]
-        table.add_row(
-            Text(spec.component_id),
-            "system" if spec.system else spec.kind,
-            str(executors.get(spec.component_id, 0)),
-            str(len(tasks)),
-            _task_ranges(tasks),
-            ", ".join(str(w) for w in sorted(workers.get(spec.component_id, ()))),
-            Text(_streams(spec)),
-            Text(_inputs(spec)),
-            style="dim" if spec.system else None,
-        )
-    return table
+    return TopologyView(topology, plan, title)
