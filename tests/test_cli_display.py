@@ -1,0 +1,503 @@
+"""What ``squall run`` and ``squall info`` print: tables that fit any width without cutting
+a number, and the error summary (groups, honest counts, the closing line)."""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from rich.console import Console, RenderableType
+
+from squall import BasicBolt, Spout, TopologyBuilder
+from squall.cli.display import metrics_table, summary_view, topology_table
+from squall.cli.errors_view import (
+    error_groups,
+    errors_line,
+    errors_reported,
+    errors_view,
+)
+from squall.cli.main import main
+from squall.model.config import effective_config
+from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
+from squall.runtime.plan import build_plan
+from squall.runtime.system import system_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+WORD_COUNT = str(ROOT / "examples" / "word_count.py")
+WIDTHS = [40, 60, 80, 120, 200]
+ORDER = ["sentences", "b1-persistentAggregate", "count"]
+
+
+def render(renderable: RenderableType, width: int | None) -> str:
+    """What ``renderable`` prints on a console of ``width`` columns that is not a terminal."""
+    console = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+    assert not console.is_terminal
+    console.print(renderable)
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    return str(output)
+
+
+def user_traceback(error: str, line: int) -> str:
+    """A traceback as squall records it: the engine's frame, then the user's."""
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{ROOT}/squall/local/executor.py", line 321, in execute_batch\n'
+        "    bolt.execute(tup, collector)\n"
+        f'  File "/home/user/app/aggregate.py", line {line}, in execute\n'
+        "    raise make_error(tup)\n"
+        f"{error}\n"
+    )
+
+
+def error(at: float, component: str, task: int, text: str, line: int = 12) -> ErrorInfo:
+    return ErrorInfo(at, component, task, text, user_traceback(text, line))
+
+
+def realistic_info(**extra: Any) -> TopologyInfo:
+    """A long run's metrics: counts in the millions, a long component id, errors on two
+    components (one of them with more errors than it kept), the acker."""
+    aggregate_errors = [
+        error(100.0 + i, "b1-persistentAggregate", 3 + i % 2, "ValueError: bad 3") for i in range(7)
+    ]
+    aggregate_errors += [
+        error(110.0 + i, "b1-persistentAggregate", 4, "KeyError: 'k'", 20) for i in range(3)
+    ]
+    components = {
+        "sentences": ComponentStats(
+            "sentences",
+            "spout",
+            [8],
+            emitted=1_234_567,
+            transferred=1_234_567,
+            acked=1_234_000,
+            failed=567,
+            timed_out=12,
+            complete_latency_ms=1_234.5678,
+        ),
+        "b1-persistentAggregate": ComponentStats(
+            "b1-persistentAggregate",
+            "bolt",
+            [3, 4],
+            emitted=12_345_678,
+            transferred=24_691_356,
+            executed=1_234_567,
+            acked=1_233_000,
+            failed=1_567,
+            execute_latency_ms=0.0123,
+            capacity=0.987,
+            errors=aggregate_errors,
+            errors_total=1_234,
+        ),
+        "count": ComponentStats(
+            "count",
+            "bolt",
+            [5, 6, 7],
+            emitted=0,
+            transferred=0,
+            executed=12_345_678,
+            acked=12_345_678,
+            execute_latency_ms=2.5,
+            capacity=0.5,
+            errors=[error(99.0, "count", 6, "ZeroDivisionError: division by zero", 40)],
+            errors_total=1,
+        ),
+        "__acker": ComponentStats(
+            "__acker",
+            "bolt",
+            [1, 2],
+            executed=2_469_134,
+            execute_latency_ms=0.001,
+            capacity=0.1,
+        ),
+    }
+    return TopologyInfo(
+        "wc", "ACTIVE", 1_234.5, 2, components, {"pending": 1_234, "queued": 56_789, **extra}
+    )
+
+
+#: Every figure ``realistic_info`` holds, as squall writes it.
+ALWAYS_SHOWN = {  # the essential columns: never hidden
+    "sentences": ["1,234,567", "0", "1,234,000", "567", "0"],
+    "b1-persistentAggregate": ["12,345,678", "1,234,567", "1,233,000", "1,567", "1,234"],
+    "count": ["0", "12,345,678", "12,345,678", "0", "1"],
+    "__acker": ["0", "2,469,134", "0", "0", "0"],
+}
+MAYBE_HIDDEN = {  # column name -> the values it holds
+    "transferred": ["1,234,567", "24,691,356"],
+    "complete ms": ["1,234.568"],
+    "execute ms": ["0.012", "2.500", "0.001"],
+    "capacity": ["0.987", "0.500", "0.100"],
+}
+NUMBER = re.compile(r"(?<![\w.,])\d[\d,.]*")
+WELL_FORMED = re.compile(r"\d{1,3}(,\d{3})*(\.\d+)?|\d+")
+
+
+def assert_fits(output: str, width: int) -> None:
+    """No line is wider than ``width``, nothing is cut with an ellipsis, and every number
+    is whole: a number broken across lines or cut would leave a malformed piece."""
+    lines = output.splitlines()
+    assert max(len(line) for line in lines) <= width, output
+    assert "…" not in output and "..." not in output, output
+    for token in NUMBER.findall(output):
+        assert WELL_FORMED.fullmatch(token.rstrip(".,")), (token, output)
+
+
+def shown(output: str, value: str) -> bool:
+    return re.search(rf"(?<![\d,.]){re.escape(value)}(?![\d,.])", output) is not None
+
+
+def hidden_columns(output: str) -> list[str]:
+    """The columns the note under a metrics table says are hidden."""
+    flat = " ".join(output.split())
+    note = re.search(r"hidden at \d+ columns: (.*?)(?: Most recent errors| no errors|$)", flat)
+    return [] if note is None else note[1].split(", ")
+
+
+# --- the metrics table at any width -----------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_summary_shows_every_number_whole_at_any_width(width: int) -> None:
+    output = render(summary_view(realistic_info(), ORDER), width)
+    assert_fits(output, width)
+    for component, values in ALWAYS_SHOWN.items():
+        assert component in output.replace("\n", "") or _folded(component, output), output
+        for value in values:
+            assert shown(output, value), (component, value, output)
+    hidden = hidden_columns(output)
+    for column, values in MAYBE_HIDDEN.items():
+        for value in values:
+            assert shown(output, value) or column in hidden, (column, value, output)
+    assert output.rstrip().endswith("1,235 errors in 2 components")
+
+
+def _folded(component: str, output: str) -> bool:
+    """``component`` is wrapped over the first cells of consecutive table rows."""
+    cells = [re.split(r"[│┃]", line)[1].strip() for line in output.splitlines() if "│" in line]
+    return any(component == "".join(cells[i : i + 3]) for i in range(len(cells)))
+
+
+def test_wide_console_gets_every_column_on_one_line() -> None:
+    output = render(summary_view(realistic_info(), ORDER), 200)
+    header = next(line for line in output.splitlines() if "component" in line)
+    for name in (
+        "kind",
+        "tasks",
+        "emitted",
+        "transferred",
+        "executed",
+        "acked",
+        "failed",
+        "execute ms",
+        "complete ms",
+        "capacity",
+        "errors",
+    ):
+        assert name in header
+    assert "hidden" not in output
+    row = next(line for line in output.splitlines() if "b1-persistentAggregate" in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells == [
+        "b1-persistentAggregate",
+        "bolt",
+        "2",
+        "12,345,678",
+        "24,691,356",
+        "1,234,567",
+        "1,233,000",
+        "1,567",
+        "0.012",
+        "-",
+        "0.987",
+        "1,234",
+    ]
+
+
+def test_80_columns_hide_columns_in_order_and_say_so() -> None:
+    output = render(metrics_table(realistic_info(), order=ORDER), 80)
+    assert_fits(output, 80)
+    hidden = hidden_columns(output)
+    assert hidden == ["transferred", "complete ms", "tasks", "kind", "execute ms", "capacity"]
+    assert "┃ component" in output  # still a table
+
+
+def test_narrow_console_gets_one_block_per_component() -> None:
+    output = render(metrics_table(realistic_info(), order=ORDER), 40)
+    assert_fits(output, 40)
+    assert "hidden" not in output  # blocks show every metric
+    block = output[output.index("b1-persistentAggregate (bolt, 2 tasks)") :]
+    lines = [" ".join(line.split()) for line in block.splitlines()[1:9]]
+    assert lines == [
+        "emitted 12,345,678",
+        "transferred 24,691,356",
+        "executed 1,234,567",
+        "acked 1,233,000",
+        "failed 1,567",
+        "execute ms 0.012",
+        "capacity 0.987",
+        "errors 1,234",
+    ]
+
+
+def test_a_console_that_is_not_a_terminal_uses_its_default_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = Console(file=io.StringIO(), highlight=False)
+    console.print(summary_view(realistic_info(), ORDER))
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert_fits(output, console.width)
+    assert shown(output, "12,345,678") and "1,235 errors in 2 components" in output
+
+
+def test_caption_shows_the_engines_resources_instead_of_workers() -> None:
+    info = realistic_info(resources="local[2, 4]: 2 cores")
+    info.workers = 0
+    for width in (60, 200):
+        output = render(metrics_table(info), width)
+        assert_fits(output, width)
+        flat = " ".join(output.split())
+        assert "ACTIVE, up 1,234.5 s, local[2, 4]: 2 cores, 1,234 tree(s) pending" in flat
+        assert "56,789 tuple(s) queued" in flat and "worker" not in flat
+    output = render(metrics_table(realistic_info()), 200)
+    assert "ACTIVE, up 1,234.5 s, 2 worker(s), 1,234 tree(s) pending" in output
+
+
+# --- the topology table at any width ----------------------------------------------------
+
+
+class Sentences(Spout):
+    outputs = ["sentence"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Aggregate(BasicBolt):
+    outputs = ["word", "count", "first_seen", "last_seen"]
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        pass
+
+
+def topology_view(workers: int = 3) -> RenderableType:
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", Sentences())
+    builder.set_bolt("b1-persistentAggregate", Aggregate(), 3).set_num_tasks(1200).fields_grouping(
+        "sentences", ["sentence"]
+    )
+    effective = effective_config({"topology.workers": workers})
+    full = system_topology(builder.create_topology(), effective)
+    plan = build_plan(full, effective)
+    return topology_table(full, plan, f"app.py: {workers} worker(s)")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_topology_table_keeps_numbers_and_task_ranges_whole(width: int) -> None:
+    output = render(topology_view(), width)
+    assert_fits(output, width)
+    flat = " ".join(output.split())
+    assert shown(output, "1,200")  # the bolt's task count
+    assert "4-1203" in output  # its task ids: a range never split
+    assert "workers 0, 1, 2" in flat or re.search(r"│ 0, 1, 2\s*│", output)
+    assert "first_seen," in output and "last_seen]" in output
+    assert "[sentence]" in output  # field lists are text, not markup
+
+
+def test_topology_table_is_a_table_when_wide_and_blocks_when_narrow() -> None:
+    wide = render(topology_view(), 200)
+    assert "┃ component" in wide and "task ids" in wide
+    row = next(line for line in wide.splitlines() if "b1-persistentAggregate" in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells[:6] == ["b1-persistentAggregate", "bolt", "3", "1,200", "4-1203", "0, 1, 2"]
+    narrow = render(topology_view(), 60)
+    assert "┃" not in narrow
+    assert "b1-persistentAggregate (bolt): 3 executors, 1,200 tasks, task ids 4-1203" in (
+        " ".join(narrow.split())
+    )
+
+
+# --- the error summary -------------------------------------------------------------------
+
+
+def test_errors_are_grouped_by_component_and_text_newest_last() -> None:
+    groups = error_groups(realistic_info())
+    assert [(g.component_id, g.error, g.count, g.tasks) for g in groups] == [
+        ("count", "ZeroDivisionError: division by zero", 1, (6,)),
+        ("b1-persistentAggregate", "ValueError: bad 3", 7, (3, 4)),
+        ("b1-persistentAggregate", "KeyError: 'k'", 3, (4,)),
+    ]
+    assert groups[1].newest.time == 106.0
+
+
+def test_error_summary_gives_totals_groups_and_tracebacks() -> None:
+    output = render(errors_view(realistic_info()), 100)
+    lines = [line.rstrip() for line in output.splitlines()]
+    assert lines == [
+        "Most recent errors, by component and message, newest last:",
+        "count: 1 error",
+        "  1x ZeroDivisionError: division by zero  (task 6)",
+        '        File "/home/user/app/aggregate.py", line 40, in execute',
+        "          raise make_error(tup)",
+        "b1-persistentAggregate: 1,234 errors; grouped below: the last 10 recorded in full",
+        "  7x ValueError: bad 3  (tasks 3-4)",
+        '        File "/home/user/app/aggregate.py", line 12, in execute',
+        "          raise make_error(tup)",
+        "  3x KeyError: 'k'  (task 4)",
+        '        File "/home/user/app/aggregate.py", line 20, in execute',
+        "          raise make_error(tup)",
+        "1,235 errors in 2 components",
+    ]
+
+
+def test_only_the_most_recent_groups_are_shown() -> None:
+    errors = [error(float(i), "parse", 1 + i % 3, f"ValueError: bad {i}") for i in range(8)]
+    info = TopologyInfo(
+        "t",
+        "ACTIVE",
+        1.0,
+        1,
+        {
+            "parse": ComponentStats("parse", "bolt", [1, 2, 3], errors=errors, errors_total=8),
+            "quiet": ComponentStats("quiet", "bolt", [4]),
+        },
+    )
+    output = render(errors_view(info, limit=5), 100)
+    for i in range(8):
+        assert (f"ValueError: bad {i} " in output) == (i >= 3), output
+    assert "parse: 8 errors\n" in output
+    assert "3 older groups not shown\n" in output
+    assert output.rstrip().endswith("8 errors in 1 component")
+    assert "quiet" not in output
+
+
+def test_closing_line_and_errors_reported() -> None:
+    none = TopologyInfo("t", "ACTIVE", 1.0, 1, {"a": ComponentStats("a", "bolt", [1])})
+    assert (errors_line(none), errors_reported(none), errors_view(none)) == ("no errors", 0, None)
+    assert render(summary_view(none), 80).rstrip().endswith("no errors")
+    one = TopologyInfo(
+        "t",
+        "ACTIVE",
+        1.0,
+        1,
+        {
+            "a": ComponentStats(
+                "a", "bolt", [1], errors=[error(1.0, "a", 1, "OSError: x")], errors_total=1
+            ),
+            "b": ComponentStats("b", "bolt", [2]),
+        },
+    )
+    assert (errors_line(one), errors_reported(one)) == ("1 error in 1 component", 1)
+    assert errors_reported(realistic_info()) == 1_235
+    # Throttled errors count although none was recorded in full.
+    throttled = TopologyInfo(
+        "t",
+        "ACTIVE",
+        1.0,
+        1,
+        {
+            "a": ComponentStats("a", "bolt", [1], errors_total=12_345),
+        },
+    )
+    assert errors_line(throttled) == "12,345 errors in 1 component"
+    assert "a: 12,345 errors (none recorded in full)" in render(errors_view(throttled), 80)
+
+
+# --- end to end through the command ------------------------------------------------------
+
+FLAKY = """
+from squall import BasicBolt, Spout, TopologyBuilder
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.next_number = 1
+
+    def next_tuple(self):
+        if self.next_number <= 20:
+            self.collector.emit([self.next_number], msg_id=self.next_number)
+            self.next_number += 1
+
+
+class Flaky(BasicBolt):
+    def execute(self, tup, collector):
+        if tup["n"] % 5 == 0:
+            raise ValueError("bad 3")
+        if tup["n"] % 7 == 0:
+            raise KeyError("k")
+
+
+def build_topology():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Numbers())
+    builder.set_bolt("flaky", Flaky()).shuffle_grouping("numbers")
+    return builder.create_topology()
+"""
+
+
+def invoke(columns: str | None, *args: str) -> Result:
+    env = {"COLUMNS": columns, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_info_and_run_fit_the_terminal(columns: int) -> None:
+    result = invoke(str(columns), "info", WORD_COUNT)
+    assert result.exit_code == 0, result.output
+    assert_fits(result.output, columns)
+    assert "task ids 2-5" in " ".join(result.output.split())  # count's 4 tasks, as blocks
+    result = invoke(str(columns), "run", WORD_COUNT, "--seconds", "1", "--no-live")
+    assert result.exit_code == 0, result.output
+    assert_fits(result.output, columns)
+    assert "final metrics" in result.output
+    assert result.output.rstrip().endswith("no errors")
+
+
+def test_a_pipe_gets_the_full_tables() -> None:
+    result = invoke(None, "run", WORD_COUNT, "--seconds", "0.5", "--no-live")
+    assert result.exit_code == 0, result.output
+    assert "transferred" in result.output and "complete ms" in result.output
+    assert "hidden" not in result.output
+    result = invoke(None, "info", WORD_COUNT)
+    assert "┃ component" in result.output and "inputs (source:stream grouping)" in result.output
+
+
+def test_run_groups_errors_and_counts_throttled_ones(tmp_path: Path) -> None:
+    """One task sees ValueError for 5, 10, 15, 20 and KeyError for 7, 14, in that order.
+    The throttle records the first five in full; the sixth (20) is only counted."""
+    path = tmp_path / "flaky.py"
+    path.write_text(textwrap.dedent(FLAKY), encoding="utf-8")
+    result = invoke(
+        "100",
+        "run",
+        str(path),
+        "--until-idle",
+        "--seconds",
+        "100",
+        "--no-live",
+        "--conf",
+        "topology.max.error.report.per.interval=5",
+        "--conf",
+        "topology.error.throttle.interval.secs=3600",
+    )
+    assert result.exit_code == 0, result.output
+    output = result.output
+    assert_fits(output, 100)
+    summary = output[output.index("Most recent errors") :].splitlines()
+    assert [line.rstrip() for line in summary if not line.startswith("      ")] == [
+        "Most recent errors, by component and message, newest last:",
+        "flaky: 6 errors; grouped below: the last 5 recorded in full",
+        "  2x KeyError: 'k'  (task 2)",
+        "  3x ValueError: bad 3  (task 2)",
+        "6 errors in 1 component",
+    ]
+    assert 'flaky.py", line 21, in execute' in " ".join(output.split())  # may wrap at spaces
+    assert "squall/local" not in output
