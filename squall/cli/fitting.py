@@ -73,7 +73,7 @@ class FitColumn:
         needs the least width (a header may then wrap at its spaces).
         """
         if not compact:
-            width = max(len(self.headers[0]), *(longest_line(cell.plain) for cell in self.cells))
+            width = max([len(self.headers[0])] + [longest_line(c.plain) for c in self.cells])
             return width, self.headers[0]
         cells = max((longest_word(cell.plain) for cell in self.cells), default=0)
 
@@ -87,9 +87,7 @@ class FitColumn:
 
     def need(self) -> int:
         """The narrowest a flexible column may be made."""
-        natural = max(
-            longest_line(self.headers[0]), *(longest_line(cell.plain) for cell in self.cells)
-        )
+        natural = max([longest_line(self.headers[0])] + [longest_line(c.plain) for c in self.cells])
         return min(natural, self.comfortable)
 
 
