@@ -186,6 +186,7 @@ def check_clean_run(output: str) -> None:
     """A ``squall run``'s output: stopped cleanly, every component listed without error."""
     assert "still in flight" not in output
     assert "Most recent errors" not in output
+    assert output.rstrip().splitlines()[-1] == "no errors"
     assert "final metrics" in output
     captions = re.findall(r"(\S+) tree\(s\) pending, (\S+) tuple\(s\) queued", output)
     assert captions and captions[-1] == ("0", "0"), captions
