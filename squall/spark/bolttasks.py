@@ -46,6 +46,7 @@ from squall.spark.taskstate import (
     unpack,
     wire_task,
 )
+from squall.spark.workerlog import configure_worker_logging
 
 logger = logging.getLogger("squall")
 
@@ -219,6 +220,7 @@ def stage_function(
     each task whose packets are in the partition runs them (tick packets first)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
+        configure_worker_logging()
         with collection_paused():
             output = run_stage(batches)
         yield output

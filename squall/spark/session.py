@@ -9,14 +9,14 @@ import sys
 import threading
 from typing import Any
 
-from squall.model.errors import SquallError
+from squall.spark.errors import SparkUnavailableError
+from squall.spark.javaerrors import innermost_cause
+from squall.spark.jvm import has_own_log_configuration, last_output, output_conf, start_quietly
+from squall.spark.masters import check_master
+from squall.spark.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
-
-
-class SparkUnavailableError(SquallError):
-    """PySpark cannot start: Java is missing, or the session failed to start."""
 
 
 def check_java() -> str:
@@ -40,14 +40,30 @@ def check_java() -> str:
     return java
 
 
-def get_session(master: str | None = None, spark_conf: dict[str, Any] | None = None) -> Any:
+def get_session(
+    master: str | None = None, spark_conf: dict[str, Any] | None = None, verbose: bool = False
+) -> Any:
     """The active SparkSession, or a new local one (loopback only, no UI).
+
+    Runs on the caller's thread; one session starts at a time. An active session is
+    returned as it is (never reconfigured) when neither ``master`` nor ``spark_conf``
+    is given.
+
+    A new session is quiet unless ``verbose``: Spark logs errors only and shows no
+    progress bars, the JVM's start-up notices are dropped, and squall's log records in
+    Spark's Python processes are dropped (the metrics carry the errors). Verbose: Spark
+    logs at WARN with progress bars, and those records go to standard error. A log4j2
+    configuration of the user's own (``SPARK_CONF_DIR``, or a ``-Dlog4j...`` option in
+    ``spark.driver.extraJavaOptions``) is left alone, and ``spark_conf`` settings win.
 
     The Python workers run the same interpreter as this process (``PYSPARK_PYTHON``), so
     squall and the user's code are importable there.
 
     Raises:
-        SparkUnavailableError: Java is missing or the session cannot start.
+        SparkUnavailableError: Java is missing, ``master`` is malformed or cannot be
+            reached (checked before any JVM starts, see
+            :func:`~squall.spark.masters.check_master`), or the session cannot start;
+            the message is one line naming the cause.
     """
     with _lock:
         try:
@@ -57,16 +73,14 @@ def get_session(master: str | None = None, spark_conf: dict[str, Any] | None = N
         active = SparkSession.getActiveSession()
         if active is not None and master is None and not spark_conf:
             return active
+        if master is not None:
+            check_master(master)
         check_java()
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        # Spark's Python processes inherit the JVM's environment: give them this
-        # process's import path, so modules next to the user's files import there too.
-        paths = [p for p in sys.path if p and os.path.isdir(p)]
-        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *inherited]))
-        builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName("squall")
-        defaults = {
+        _prepare_environment(verbose)
+        user_conf = {key: str(value) for key, value in (spark_conf or {}).items()}
+        settings = {
+            "spark.master": master or DEFAULT_MASTER,
+            "spark.app.name": "squall",
             "spark.ui.enabled": "false",
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.host": "127.0.0.1",
@@ -74,12 +88,43 @@ def get_session(master: str | None = None, spark_conf: dict[str, Any] | None = N
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.python.worker.reuse": "true",
             "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+            f"spark.executorEnv.{ENVIRONMENT_KEY}": mode(verbose),
+            **output_conf(verbose, user_conf),
+            **user_conf,
         }
-        for key, value in {**defaults, **(spark_conf or {})}.items():
+        output = None
+        if not verbose and active is None:
+            try:
+                output = start_quietly(settings)
+            except Exception as exc:
+                cause = innermost_cause(exc, last_output())
+                raise SparkUnavailableError(f"Spark could not start: {cause}") from exc
+        builder = SparkSession.builder
+        for key, value in settings.items():
             builder = builder.config(key, value)
         try:
             session = builder.getOrCreate()
         except Exception as exc:
-            raise SparkUnavailableError(f"Spark could not start: {exc}") from exc
-        session.sparkContext.setLogLevel("ERROR")
+            lines = output.discard() if output is not None else []
+            cause = innermost_cause(exc, lines)
+            raise SparkUnavailableError(f"Spark could not start: {cause}") from exc
+        if output is not None:
+            output.release()
+        if active is None and not has_own_log_configuration(user_conf):
+            session.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
         return session
+
+
+def _prepare_environment(verbose: bool) -> None:
+    """The environment Spark's processes inherit from this one (local masters)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ[ENVIRONMENT_KEY] = mode(verbose)
+    # Spark's Python processes inherit the JVM's environment: give them this
+    # process's import path, so modules next to the user's files import there too.
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *inherited]))
+
+
+__all__ = ["DEFAULT_MASTER", "SparkUnavailableError", "check_java", "get_session"]

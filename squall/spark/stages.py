@@ -27,6 +27,7 @@ from squall.runtime.routing import (
 )
 from squall.spark.figures import add
 from squall.spark.plan import Edge, SegmentPlan
+from squall.spark.workerlog import configure_worker_logging
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
 
@@ -316,6 +317,8 @@ def arrow_function(
         import pyarrow as pa
         import pyarrow.compute as pc
         from pyspark import TaskContext
+
+        configure_worker_logging()
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
