@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import secrets
+import shutil
 import statistics
 import tempfile
 import threading
@@ -26,15 +28,18 @@ from squall.spark.bolttasks import forget as forget_bolt_tasks
 from squall.spark.coreplan import CorePlan, core_plan, is_core
 from squall.spark.corerunner import CoreRunner
 from squall.spark.coresource import read_poll
-from squall.spark.offsets import OffsetLog
+from squall.spark.offsets import OffsetLog, last_committed_batch
 from squall.spark.pickling import pickle_user_code_by_value
 from squall.spark.plan import QueryPlan, SourcePlan, query_plans
+from squall.spark.resources import Resources
 from squall.spark.runner import BatchRunner
 from squall.spark.session import get_session
 from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import forget
 from squall.spark.taskstate import CoreSetup, write_setup
+
+logger = logging.getLogger("squall")
 
 BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
 DEFAULT_BATCH_INTERVAL_MS = 100
@@ -54,6 +59,9 @@ class _Query:
     core: CorePlan | None = None
     #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
     waiter: _AvailableWaiter | None = None
+    #: The last micro-batch its checkpoint had committed when it started (it resumed
+    #: after that batch), or None (a new checkpoint).
+    resumed_from_batch: int | None = None
 
 
 class _AvailableWaiter:
@@ -97,17 +105,25 @@ class SparkCluster(TopologyRegistry[_Running]):
     id + 1). Spouts run as streaming sources whose batches are logged under the
     checkpoint directory, so a restarted cluster (same ``checkpoint_dir``) resumes where
     the last run committed and no batch is applied twice to transactional or opaque
-    state.
+    state. A topology that resumes says so when submitted (a warning on the ``squall``
+    logger, and ``extra["resumed_from_batch"]`` in its info).
 
     Args:
-        master: Spark master URL (default: a local session, ``local[*, 4]``).
-        spark: an existing ``SparkSession`` to use (not stopped by ``shutdown``).
+        master: Spark master URL (default: a local session, ``local[*, 4]``). A
+            malformed URL, or a ``spark://`` master that cannot be reached, raises
+            ``SparkUnavailableError`` before any JVM starts.
+        spark: an existing ``SparkSession`` to use (not stopped by ``shutdown``, never
+            reconfigured).
         checkpoint_dir: where query checkpoints and spout logs live (default: a new
-            temporary directory).
+            temporary directory, removed by ``shutdown``).
         spark_conf: extra Spark configuration for a session this cluster creates.
         clock: what the driver waits on between the attempts of a failed micro-batch;
             tests pass a :class:`~squall.runtime.clock.ManualClock` (its waits are
             instant and exact).
+        verbose: for a session this cluster creates, Spark's own console output (its
+            log at WARN, progress bars) and squall's log records in Spark's Python
+            processes; by default a new session is quiet (see
+            :func:`~squall.spark.session.get_session`).
     """
 
     def __init__(
@@ -117,19 +133,22 @@ class SparkCluster(TopologyRegistry[_Running]):
         checkpoint_dir: str | None = None,
         spark_conf: dict[str, Any] | None = None,
         clock: Clock | None = None,
+        verbose: bool = False,
     ) -> None:
         if spark is None:
             from pyspark.sql import SparkSession
 
             self._owns_session = SparkSession.getActiveSession() is None
-            spark = get_session(master, spark_conf)
+            spark = get_session(master, spark_conf, verbose)
         else:
             self._owns_session = False
         super().__init__()
         self.spark = spark
         self.spark.dataSource.register(SpoutSource)
+        self._temporary_checkpoint = not checkpoint_dir
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="squall-spark-")
         self.clock = clock or SYSTEM_CLOCK
+        self.resources = Resources(self.spark.sparkContext)
 
     def submit_topology(
         self, name: str, conf: dict[str, Any] | None, topology: StormTopology
@@ -160,6 +179,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 self._topologies[name] = _Running(
                     name, topology, queries, run_key, time.monotonic(), bridges
                 )
+            self._say_if_resumed(name, queries)
             return
         plans = query_plans(topology)  # first: what the engine cannot run at all
         try:
@@ -175,6 +195,20 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._topologies[name] = _Running(
                 name, topology, queries, run_key, time.monotonic(), bridges
             )
+        self._say_if_resumed(name, queries)
+
+    def _say_if_resumed(self, name: str, queries: list[_Query]) -> None:
+        """Log a warning when a query of ``name`` resumed from its checkpoint: its spouts
+        continue where that run left off (a finite spout may have nothing left)."""
+        resumed = [q.resumed_from_batch for q in queries if q.resumed_from_batch is not None]
+        if resumed:
+            logger.warning(
+                "topology %r resumes from checkpoint %s after batch %d: its spouts continue "
+                "from there (another name or checkpoint directory starts afresh)",
+                name,
+                os.path.join(self.checkpoint_dir, name),
+                resumed[0],
+            )
 
     def _start_query(
         self, name: str, conf: dict[str, Any], plan: QueryPlan, run_key: str, bridges: list[Any]
@@ -187,6 +221,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         if os.path.exists(pause_file):
             os.remove(pause_file)
         checkpoint = os.path.join(directory, "checkpoint")
+        resumed_from = last_committed_batch(checkpoint)
         logs: dict[str, SpoutLog] = {}
         frame = None
         for source in plan.sources:
@@ -237,7 +272,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             .queryName(f"squall-{name}-{plan.key.replace('/', '_')}")
             .start()
         )
-        return _Query(plan, query, runner, directory)
+        return _Query(plan, query, runner, directory, resumed_from_batch=resumed_from)
 
     def _start_core_query(self, name: str, core: CorePlan, run_key: str) -> _Query:
         """Start the streaming query of a core topology: one source per spout, their
@@ -250,6 +285,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             if os.path.exists(leftover):
                 os.remove(leftover)
         checkpoint = os.path.join(directory, "checkpoint")
+        resumed_from = last_committed_batch(checkpoint)
         for name_in_dir in os.listdir(directory):  # the set-ups of earlier runs
             if name_in_dir.startswith("setup-") and name_in_dir.endswith(".pickle"):
                 os.remove(os.path.join(directory, name_in_dir))
@@ -298,7 +334,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             .queryName(f"squall-{name}-core")
             .start()
         )
-        return _Query(None, query, runner, directory, core)
+        return _Query(None, query, runner, directory, core, resumed_from_batch=resumed_from)
 
     def _drpc_address(
         self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
@@ -446,7 +482,13 @@ class SparkCluster(TopologyRegistry[_Running]):
 
     def get_topology_info(self, name: str) -> TopologyInfo:
         """Micro-batch figures and errors (``extra``: of the first query, the spout's;
-        ``extra["queries"]``: every query's), and the components."""
+        ``extra["queries"]``: every query's), and the components.
+
+        ``extra`` also holds ``resources`` (what the session runs on, e.g.
+        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``resumed_from_batch``
+        when the query resumed from its checkpoint. A bolt's (or stage's) capacity is
+        measured against the recent micro-batches' wall time (see
+        :mod:`squall.spark.capacity`)."""
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}
@@ -457,7 +499,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 status = "FAILED" if item.query.exception() else "KILLED"
             if isinstance(item.runner, CoreRunner):
                 components.update(item.runner.component_stats())
-                per_query["core"] = _batch_figures(figures)
+                per_query["core"] = _batch_figures(figures, item.resumed_from_batch)
                 continue
             assert item.plan is not None
             for source in item.plan.sources:
@@ -481,16 +523,21 @@ class SparkCluster(TopologyRegistry[_Running]):
                     transferred=int(transferred),
                     executed=int(executed),
                     execute_latency_ms=seconds * 1000.0 / executed if executed else 0.0,
+                    capacity=item.runner.capacity.capacity(segment.component_id, segment.tasks),
                 )
-            per_query[item.plan.key] = _batch_figures(figures)
+            per_query[item.plan.key] = _batch_figures(figures, item.resumed_from_batch)
         first = next(iter(per_query.values()))
+        extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
+        resources = self.resources.line()
+        if resources:
+            extra["resources"] = resources
         return TopologyInfo(
             name=name,
             status=status,
             uptime_secs=time.monotonic() - running.started,
             workers=0,
             components=components,
-            extra={**first, "queries": per_query},
+            extra=extra,
         )
 
     def get_topology(self, name: str) -> StormTopology:
@@ -498,16 +545,24 @@ class SparkCluster(TopologyRegistry[_Running]):
         return self._get(name).topology
 
     def shutdown(self) -> None:
-        """Stop every topology; stop the SparkSession if this cluster started it."""
-        for name in list(self._topologies):
-            self.kill_topology(name)
-        if self._owns_session:
-            self.spark.stop()
+        """Stop every topology; stop the SparkSession if this cluster started it, and
+        remove the checkpoint directory if it is the temporary one it made."""
+        try:
+            for name in list(self._topologies):
+                self.kill_topology(name)
+            if self._owns_session:
+                self.spark.stop()
+        finally:
+            if self._temporary_checkpoint:
+                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
 
-def _batch_figures(figures: Any) -> dict[str, Any]:
-    """What ``get_topology_info`` reports about a query's micro-batches."""
+def _batch_figures(figures: Any, resumed_from_batch: int | None) -> dict[str, Any]:
+    """What ``get_topology_info`` reports about a query's micro-batches (with
+    ``resumed_from_batch`` if the query resumed from its checkpoint)."""
+    resumed = {} if resumed_from_batch is None else {"resumed_from_batch": resumed_from_batch}
     return {
+        **resumed,
         "batches": figures.batches,
         "last_batch_id": figures.last_batch_id,
         "last_batch_rows": figures.last_rows,

@@ -25,6 +25,7 @@ from squall.model.grouping import GroupingKind
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
+from squall.spark.capacity import CapacityWindow
 from squall.spark.coreplan import BoltStagePlan, CorePlan
 from squall.spark.coresource import read_spout_stats, write_outcome
 from squall.spark.offsets import OffsetLog
@@ -96,6 +97,8 @@ class CoreRunner:
             for index, task_id in enumerate(stage.task_ids)
         }
         self.custom: dict[tuple[str, int], dict[str, float]] = {}
+        #: Per bolt task: its busy seconds over the recent batches' wall time.
+        self.capacity = CapacityWindow()
         self.last_tick: dict[str, float] = {}
         #: Trees acked and failed per spout (from the ledger).
         self.tuples_total = 0
@@ -109,7 +112,9 @@ class CoreRunner:
             for index in ranges.get(component_id, range(0)):
                 write_outcome(log, index, failed)
                 rows += log.count(index)
-        self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
+        seconds = time.perf_counter() - started
+        self.figures.finished(batch_id, rows, seconds * 1000.0)
+        self.capacity.record(seconds, {key: stats.busy_secs for key, stats in self.bolts.items()})
 
     def _ticks(self) -> dict[str, float]:
         """The bolts due a tick tuple at the start of this batch, with their rates."""
@@ -226,7 +231,8 @@ class CoreRunner:
         return incomplete | (failed & values.keys())
 
     def component_stats(self) -> dict[str, ComponentStats]:
-        """Metrics of every spout and bolt so far."""
+        """Metrics of every spout and bolt so far; a bolt's capacity is its busiest
+        task's (see :mod:`squall.spark.capacity`)."""
         core = self.core
         components: dict[str, ComponentStats] = {}
         for component_id in core.spouts:
@@ -239,6 +245,7 @@ class CoreRunner:
         for stage in core.stages:
             keys = [(stage.component_id, index) for index in range(stage.tasks)]
             summary = summarize(stage.component_id, "bolt", [self.bolts[k] for k in keys], now)
+            summary.capacity = max(self.capacity.capacity(key) for key in keys)
             for key in keys:
                 for name, value in self.custom.get(key, {}).items():
                     summary.custom[name] = summary.custom.get(name, 0) + value

@@ -1,4 +1,5 @@
-"""Which batches of each source a micro-batch holds, read from the query's offset log.
+"""Which batches of each source a micro-batch holds, read from the query's offset log;
+and which micro-batch a query's checkpoint has committed last.
 
 Spark writes a micro-batch's end offsets (one JSON line per source) to
 ``<checkpoint>/offsets/<batch_id>`` before running it; the previous batch's are its
@@ -38,3 +39,16 @@ class OffsetLog:
         ends = self._ends(batch_id)
         starts = self._ends(batch_id - 1)
         return {source: range(starts.get(source, 0), end) for source, end in ends.items()}
+
+
+def last_committed_batch(checkpoint: str) -> int | None:
+    """The id of the newest micro-batch a query's checkpoint has committed, or None if
+    it has committed none (a new checkpoint). Spark writes ``<checkpoint>/commits/<id>``
+    once a micro-batch has finished; a query started on this checkpoint goes on after it.
+    """
+    try:
+        names = os.listdir(os.path.join(checkpoint, "commits"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    ids = [int(name) for name in names if name.isdigit()]
+    return max(ids) if ids else None

@@ -11,6 +11,7 @@ from typing import Any
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.batchbolts import BatchBoltStage
+from squall.spark.capacity import CapacityWindow
 from squall.spark.figures import Figures, FiguresParam, zero
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import QueryPlan, SegmentPlan
@@ -138,6 +139,8 @@ class BatchRunner:
             for s in plan.segments
         }
         self.stage_figures: dict[str, Figures] = {s.component_id: zero() for s in plan.segments}
+        #: Per stage: its tasks' seconds (summed) over the recent batches' wall time.
+        self.capacity = CapacityWindow()
         topology = run_key.rsplit("-", 1)[0]  # the run key is "<topology name>-<uuid>"
         self.attempts = BatchRetries(conf, self.figures, clock, f"topology {topology!r}")
         self.returns: DRPCReturns | None = None
@@ -178,7 +181,11 @@ class BatchRunner:
             self.returns.requests.pop(batch_id + 1, None)
             self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
         rows = self._count(ranges)
-        self.figures.finished(batch_id, rows, (time.perf_counter() - started) * 1000.0)
+        seconds = time.perf_counter() - started
+        self.figures.finished(batch_id, rows, seconds * 1000.0)
+        self.capacity.record(
+            seconds, {cid: self.component_figures(cid)[3] for cid in self.stage_figures}
+        )
 
     def component_figures(self, component_id: str) -> Figures:
         """``[executed, emitted, transferred, seconds]`` of a stage so far."""
