@@ -14,6 +14,7 @@ from rich.console import Console
 import squall
 from squall.cli.display import summary_view, topology_table
 from squall.cli.drpc import drpc
+from squall.cli.errors_view import errors_reported
 from squall.cli.loader import (
     LoadedTopology,
     TopologyLoadError,
@@ -26,6 +27,7 @@ from squall.cli.running import RunOptions, run_topology, squall_logging
 from squall.local.cluster import LocalCluster
 from squall.model.config import effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
+from squall.runtime.metrics import TopologyInfo
 from squall.runtime.plan import build_plan
 from squall.runtime.system import acker_count, system_topology
 
@@ -77,13 +79,15 @@ def _load(target: str, conf_options: tuple[str, ...]) -> tuple[LoadedTopology, d
 def main() -> None:
     """squall: Apache Storm's stream-processing model in Python.
 
-    Run a topology defined in a Python file on the embedded engine (LocalCluster) and
-    watch its metrics, or inspect its components and task plan without running it.
+    Run a topology defined in a Python file and watch its metrics, on the embedded
+    local engine (LocalCluster, the default) or on Apache Spark (--engine spark), or
+    inspect its components and task plan without running it.
 
     \b
     Examples:
       squall run examples/word_count.py --seconds 5
       squall run app.py:build_topology --conf topology.workers=2 --no-live
+      squall run examples/word_count.py --engine spark --until-idle
       squall info examples/multi_stream.py
     """
 
@@ -97,16 +101,29 @@ def version() -> None:
     click.echo(f"squall {squall.__version__}")
 
 
-def _cluster(engine: str, master: str | None) -> Any:
-    """The engine ``squall run`` uses (Spark imported only when asked for)."""
+def _cluster(engine: str, master: str | None, checkpoint: str | None, verbose: bool) -> Any:
+    """The engine ``squall run`` uses (Spark imported only when asked for).
+
+    On Spark, without ``checkpoint`` the cluster checkpoints to a new temporary directory
+    that its shutdown removes; with it, a topology resumes from what ``checkpoint``
+    holds of it.
+    """
     if engine == "spark":
         from squall.spark import SparkCluster
 
-        return SparkCluster(master=master)
+        return SparkCluster(master=master, checkpoint_dir=checkpoint, verbose=verbose)
     return LocalCluster()
 
 
-@main.command(short_help="Run a topology (LocalCluster or Spark) with live metrics.")
+def _spark_only(engine: str, **options: Any) -> None:
+    """Refuse Spark's options with the local engine, which has no use for them."""
+    given = [name for name, value in options.items() if value is not None]
+    if engine != "spark" and given:
+        names = " and ".join(f"--{name}" for name in given)
+        raise click.UsageError(f"{names} apply to --engine spark only")
+
+
+@main.command(short_help="Run a topology (local engine or Spark) with live metrics.")
 @click.argument("target", metavar="FILE.py[:NAME]")
 @click.option(
     "--seconds",
@@ -141,13 +158,22 @@ def _cluster(engine: str, master: str | None) -> Any:
     type=click.FloatRange(min=0),
     default=10.0,
     show_default=True,
-    help="At the end, seconds to wait for in-flight tuples after stopping the spouts.",
+    help="At the end, seconds to wait for in-flight tuples after stopping the spouts "
+    "(Spark: for the micro-batches of what they emitted).",
 )
 @click.option(
     "-v",
     "--verbose",
     is_flag=True,
-    help="Log squall's messages (errors with tracebacks; emits when topology.debug=true).",
+    help="Log squall's messages (errors with tracebacks; emits when topology.debug=true). "
+    "With --engine spark, also Spark's own output: its log at WARN, its progress bars, "
+    "and squall's messages from Spark's Python processes (quiet by default).",
+)
+@click.option(
+    "--fail-on-error",
+    is_flag=True,
+    help="Exit with code 1, after the summary, if any error was reported during the run "
+    "(by a component, or a failed Spark micro-batch).",
 )
 @click.option(
     "--engine",
@@ -159,7 +185,17 @@ def _cluster(engine: str, master: str | None) -> Any:
 @click.option(
     "--master",
     metavar="URL",
-    help="Spark master URL for --engine spark.  [default: a local session, local[*, 4]]",
+    help="Spark only: the Spark master URL (local[N], spark://HOST:PORT, yarn...). A "
+    "spark:// master that cannot be reached fails at once.  "
+    "[default: a local session, local[*, 4]]",
+)
+@click.option(
+    "--checkpoint",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Spark only: keep the run's checkpoint (spout logs, query progress, bolt state) in "
+    "DIR and resume from it: a topology run again under the same name continues after "
+    "its last micro-batch.  [default: a new temporary directory, removed at the end]",
 )
 def run(
     target: str,
@@ -171,10 +207,14 @@ def run(
     until_idle: bool,
     drain: float,
     verbose: bool,
+    fail_on_error: bool,
     engine: str,
     master: str | None,
+    checkpoint: str | None,
 ) -> None:
-    """Run the topology in FILE.py[:NAME] on LocalCluster and show its metrics.
+    """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
+    (LocalCluster), or on Spark with --engine spark (SparkCluster; --master and
+    --checkpoint apply to Spark only, the other options to both engines).
 
     While it runs (--seconds, or until Ctrl-C; --until-idle ends it earlier once the
     topology is idle) a live table shows, per component: kind,
@@ -191,18 +231,33 @@ def run(
 
     Errors in the file (syntax errors, exceptions while importing it or building the
     topology, an invalid topology, an open/prepare that raises) end the command with
-    a message and exit code 1.
+    a message and exit code 1, as does a Spark that cannot start (a bad --master: one
+    line naming the cause). With --fail-on-error, so do errors reported while the
+    topology ran.
     """
+    _spark_only(engine, master=master, checkpoint=checkpoint)
     console = make_console()
     with user_errors():
         loaded, conf = _load(target, conf_options)
         topology_name = name or loaded.default_name
         options = RunOptions(seconds, refresh, live, drain, until_idle)
-        with squall_logging(console, verbose), _cluster(engine, master) as cluster:
+        with (
+            squall_logging(console, verbose),
+            _cluster(engine, master, checkpoint, verbose) as cluster,
+        ):
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source
             )
     console.print(summary_view(info, loaded.topology.component_ids()))
+    if fail_on_error and had_errors(info):
+        click.echo("Errors were reported during the run: exit code 1 (--fail-on-error).", err=True)
+        click.get_current_context().exit(1)
+
+
+def had_errors(info: TopologyInfo) -> bool:
+    """Whether ``info`` reports any error: a component's (``errors_total``) or, on
+    Spark, a failed micro-batch's (``extra["errors"]``)."""
+    return errors_reported(info) > 0 or bool(info.extra.get("errors"))
 
 
 @main.command(short_help="Show a topology's components, tasks and streams.")

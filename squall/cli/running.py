@@ -1,6 +1,7 @@
-"""Running a topology on ``LocalCluster`` for ``squall run``: watch it, stop it, report.
+"""Running a topology for ``squall run`` on an engine (``LocalCluster`` or
+``SparkCluster``): watch it, stop it, report.
 
-Runs on the command's main thread; the topology runs on the cluster's worker threads.
+Runs on the command's main thread; the topology runs on the engine's own threads.
 Ctrl-C (``KeyboardInterrupt``) while watching ends the run early but still stops the
 topology cleanly and returns its final metrics.
 """
@@ -103,8 +104,10 @@ def run_topology(
     """Submit ``topology``, watch it for ``options.seconds`` (or until it is idle, with
     ``options.until_idle``), then stop it.
 
-    Once the topology has started, a line saying what runs (``source``, the name, the
-    workers) and for how long is printed.
+    Once the topology has started, a line saying what runs (``source``, the name, where:
+    the engine's ``extra["resources"]`` such as Spark's cores, or the workers) and for
+    how long is printed; and one more when it resumed from a checkpoint
+    (``extra["resumed_from_batch"]``).
 
     Stopping deactivates the spouts, waits up to ``options.drain_secs`` for in-flight
     tuples (a second Ctrl-C skips the wait), takes the final metrics and kills the
@@ -118,21 +121,36 @@ def run_topology(
         ComponentError: a task's ``open``/``prepare`` raised; nothing was left running.
     """
     cluster.submit_topology(name, conf, topology)
-    workers = cluster.get_topology_info(name).workers
+    started = cluster.get_topology_info(name)
     until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
     if options.until_idle:
         until = "until idle" + (f" or for {options.seconds:g} s" if options.seconds > 0 else "")
     console.print(
         f"Running {source or 'topology'} as {name!r} on {type(cluster).__name__}"
-        + (f" with {workers} worker(s)" if workers else "")
-        + f" {until}; Ctrl-C stops it.",
+        f"{_where(started)} {until}; Ctrl-C stops it.",
         markup=False,
     )
+    resumed = started.extra.get("resumed_from_batch")
+    if resumed is not None:
+        console.print(
+            f"Resuming {name!r} from checkpoint {started.extra.get('checkpoint_dir')} "
+            f"after batch {resumed} (its spouts continue from there).",
+            markup=False,
+        )
     try:
         _watch(cluster, name, options, console)
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted: stopping the topology.[/yellow]")
     return _stop(cluster, name, options.drain_secs, console)
+
+
+def _where(info: TopologyInfo) -> str:
+    """Where the topology runs, for the starting line: `` (local[2, 4]: 2 cores)``,
+    `` with 2 worker(s)``, or nothing."""
+    resources = info.extra.get("resources")
+    if resources:
+        return f" ({resources})"
+    return f" with {info.workers} worker(s)" if info.workers else ""
 
 
 def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -> None:
