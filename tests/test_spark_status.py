@@ -60,18 +60,10 @@ class Trivial(BasicBolt):
         pass
 
 
-def test_resources_name_the_master_and_its_cores(cluster: Any) -> None:
-    builder = TopologyBuilder()
-    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
-    builder.set_bolt("trivial", Trivial()).shuffle_grouping("numbers")
-    cluster.submit_topology("resources", CONF, builder.create_topology())
-    # The session of the tests: local[2, 4], two threads.
-    assert cluster.get_topology_info("resources").extra["resources"] == "local[2, 4]: 2 cores"
-
-
 def test_a_bolt_busy_in_each_batch_has_a_capacity_and_a_trivial_one_less(cluster: Any) -> None:
     """Capacity on Spark: a task's time in execute over the recent micro-batches' time.
-    The sleeping bolt spends at least 0.3 s of each micro-batch of 10 tuples sleeping."""
+    The sleeping bolt spends at least 0.3 s of each micro-batch of 10 tuples sleeping.
+    And the resources the topology runs on."""
     builder = TopologyBuilder()
     builder.set_spout("numbers", Counter())
     builder.set_bolt("sleepy", Sleepy()).shuffle_grouping("numbers")
@@ -82,9 +74,11 @@ def test_a_bolt_busy_in_each_batch_has_a_capacity_and_a_trivial_one_less(cluster
         return cluster.get_topology_info("capacity").components
 
     wait_until(lambda: components()["sleepy"].capacity > 0.05, timeout=90.0, interval=0.1)
-    now = components()
-    assert 0.05 < now["sleepy"].capacity <= 1.0
-    assert now["trivial"].capacity < now["sleepy"].capacity
+    info = cluster.get_topology_info("capacity")
+    assert 0.05 < info.components["sleepy"].capacity <= 1.0
+    assert info.components["trivial"].capacity < info.components["sleepy"].capacity
+    # What the session runs on (the tests' session: local[2, 4], two threads).
+    assert info.extra["resources"] == "local[2, 4]: 2 cores"
 
 
 class SleepyFunction(Function):
