@@ -87,7 +87,7 @@ def main() -> None:
     Examples:
       squall run examples/word_count.py --seconds 5
       squall run app.py:build_topology --conf topology.workers=2 --no-live
-      squall run examples/word_count.py --engine spark --until-idle
+      squall run examples/word_count.py --engine spark --seconds 30
       squall info examples/multi_stream.py
     """
 
