@@ -5,6 +5,7 @@ every key still reaches the components."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,3 +176,58 @@ def _line_of(text: str) -> int:
         lines = source.read().splitlines()
     (number,) = [i for i, line in enumerate(lines, 1) if text in line and "pointed at" in line]
     return number
+
+
+class PassBolt(Bolt):
+    def execute(self, tup: Any) -> None:
+        pass
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+
+@pytest.mark.spark
+def test_spark_cluster_warns_at_submit_before_it_checks_the_topology(spark: Any) -> None:
+    """SparkCluster warns like LocalCluster, before anything is started: here the
+    topology (a cycle) is one the Spark engine refuses, so nothing runs at all."""
+    from squall import InvalidTopologyError
+    from squall.spark import SparkCluster
+
+    builder = TopologyBuilder()
+    builder.set_spout("spout", IdleSpout())
+    builder.set_bolt("a", PassBolt()).shuffle_grouping("spout").shuffle_grouping("b")
+    builder.set_bolt("b", PassBolt()).shuffle_grouping("a")
+    cluster = SparkCluster(spark=spark)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(InvalidTopologyError, match="cycle"):
+                cluster.submit_topology("cyclic", {"topology.workrs": 2}, builder.create_topology())
+    finally:
+        cluster.shutdown()
+    assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == [
+        "unknown configuration key 'topology.workrs' (did you mean 'topology.workers'?)"
+    ]
+    assert {w.filename for w in caught if issubclass(w.category, ConfigWarning)} == {__file__}
+
+
+def test_the_command_prints_each_unknown_key_once_as_a_warning_line(tmp_path: Any) -> None:
+    """``squall info`` and ``squall run`` print one ``Warning:`` line per unknown key on
+    stderr (not Python's warning format, and not a second time from the engine)."""
+    from click.testing import CliRunner
+
+    from squall.cli.main import main
+
+    expected = [
+        "Warning: unknown configuration key 'topology.workrs' "
+        "(did you mean 'topology.workers'?)"
+    ]
+    env = {"COLUMNS": "200"}
+    example = str(Path(__file__).resolve().parent.parent / "examples" / "exclamation.py")
+    for args in (
+        ["info", example],
+        ["run", example, "--seconds", "0.2", "--no-live", "--drain", "5"],
+    ):
+        result = CliRunner().invoke(main, [*args, "--conf", "topology.workrs=2"], env=env)
+        assert result.exit_code == 0, result.output
+        assert result.stderr.splitlines() == expected

@@ -25,7 +25,7 @@ from squall.cli.loader import (
 )
 from squall.cli.running import RunOptions, run_topology, squall_logging
 from squall.local.cluster import LocalCluster
-from squall.model.config import effective_config
+from squall.model.config import check_config_keys, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.plan import build_plan
@@ -69,8 +69,12 @@ def user_errors() -> Iterator[None]:
 
 
 def _load(target: str, conf_options: tuple[str, ...]) -> tuple[LoadedTopology, dict[str, Any]]:
+    """The topology and its configuration (the file's, then ``--conf``); each unknown
+    ``topology.*`` key is reported on stderr as one ``Warning: ...`` line."""
     loaded = load_topology(TopologyTarget.parse(target))
     conf = {**loaded.conf, **parse_conf_options(conf_options)}
+    for message in check_config_keys(conf):
+        click.echo(f"Warning: {message}", err=True)
     return loaded, conf
 
 

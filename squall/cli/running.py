@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from rich.live import Live
 from rich.logging import RichHandler
 
 from squall.cli.display import metrics_table
+from squall.model.config import ConfigWarning
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
@@ -120,7 +122,9 @@ def run_topology(
         InvalidTopologyError: the topology or configuration is invalid.
         ComponentError: a task's ``open``/``prepare`` raised; nothing was left running.
     """
-    cluster.submit_topology(name, conf, topology)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)  # the command reported them already
+        cluster.submit_topology(name, conf, topology)
     started = cluster.get_topology_info(name)
     until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
     if options.until_idle:

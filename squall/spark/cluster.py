@@ -17,6 +17,7 @@ from typing import Any
 
 import cloudpickle
 
+from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.topology import StormTopology
@@ -166,6 +167,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 f"submit_topology({name!r}) needs a StormTopology, got {type(topology).__name__}"
             )
         conf = dict(conf or {})
+        warn_unknown_keys(conf)
         with self._lock:
             self._claim(name)
         pickle_user_code_by_value(topology)
