@@ -22,6 +22,7 @@ from squall.spark.errors import SparkUnavailableError
 from squall.spark.javaerrors import innermost_cause
 from squall.spark.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
 from squall.spark.masters import check_master
+from squall.spark.session import session_settings
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)
@@ -252,3 +253,16 @@ def test_the_jvm_output_drops_the_start_notice_and_holds_lines_while_starting(
     os.close(write_fd)
     assert output.discard(wait_secs=10.0) == ["held while starting", "after the start"]
     assert capfd.readouterr().err == "held while starting\nafter the start\n"
+
+
+def test_a_session_keeps_the_users_java_options_and_stays_quiet() -> None:
+    option = f"-Dlog4j.configurationFile={QUIET_LOG_CONFIGURATION.as_uri()}"
+    settings = session_settings(
+        None, False, {"spark.driver.extraJavaOptions": "-Xss4m", "spark.ui.enabled": "true"}
+    )
+    assert settings["spark.driver.extraJavaOptions"] == f"-Xss4m {option}"
+    assert settings["spark.ui.enabled"] == "true"  # the user's settings win
+    assert settings["spark.ui.showConsoleProgress"] == "false"
+    loud = session_settings("local[2]", True, {"spark.driver.extraJavaOptions": "-Xss4m"})
+    assert loud["spark.driver.extraJavaOptions"] == "-Xss4m"
+    assert loud["spark.master"] == "local[2]"

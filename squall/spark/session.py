@@ -11,7 +11,13 @@ from typing import Any
 
 from squall.spark.errors import SparkUnavailableError
 from squall.spark.javaerrors import innermost_cause
-from squall.spark.jvm import has_own_log_configuration, last_output, output_conf, start_quietly
+from squall.spark.jvm import (
+    EXTRA_JAVA_OPTIONS,
+    has_own_log_configuration,
+    last_output,
+    output_conf,
+    start_quietly,
+)
 from squall.spark.masters import check_master
 from squall.spark.workerlog import ENVIRONMENT_KEY, mode
 
@@ -38,6 +44,34 @@ def check_java() -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         raise SparkUnavailableError(f"the Java runtime at {java} does not run: {exc}") from exc
     return java
+
+
+def session_settings(
+    master: str | None, verbose: bool, spark_conf: dict[str, Any] | None
+) -> dict[str, str]:
+    """The Spark configuration of a session squall starts: squall's defaults, the console
+    output settings (quiet unless ``verbose``), then ``spark_conf``, whose settings win,
+    except that the quiet log configuration is added to the user's own
+    ``spark.driver.extraJavaOptions`` rather than replaced by them."""
+    user_conf = {key: str(value) for key, value in (spark_conf or {}).items()}
+    output_settings = output_conf(verbose, user_conf)
+    settings = {
+        "spark.master": master or DEFAULT_MASTER,
+        "spark.app.name": "squall",
+        "spark.ui.enabled": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        f"spark.executorEnv.{ENVIRONMENT_KEY}": mode(verbose),
+        **output_settings,
+        **user_conf,
+    }
+    if EXTRA_JAVA_OPTIONS in output_settings:  # the user's Java options, and quiet logs
+        settings[EXTRA_JAVA_OPTIONS] = output_settings[EXTRA_JAVA_OPTIONS]
+    return settings
 
 
 def get_session(
@@ -77,21 +111,7 @@ def get_session(
             check_master(master)
         check_java()
         _prepare_environment(verbose)
-        user_conf = {key: str(value) for key, value in (spark_conf or {}).items()}
-        settings = {
-            "spark.master": master or DEFAULT_MASTER,
-            "spark.app.name": "squall",
-            "spark.ui.enabled": "false",
-            "spark.driver.bindAddress": "127.0.0.1",
-            "spark.driver.host": "127.0.0.1",
-            "spark.sql.shuffle.partitions": "4",
-            "spark.sql.execution.arrow.pyspark.enabled": "true",
-            "spark.python.worker.reuse": "true",
-            "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-            f"spark.executorEnv.{ENVIRONMENT_KEY}": mode(verbose),
-            **output_conf(verbose, user_conf),
-            **user_conf,
-        }
+        settings = session_settings(master, verbose, spark_conf)
         output = None
         if not verbose and active is None:
             try:
@@ -110,7 +130,7 @@ def get_session(
             raise SparkUnavailableError(f"Spark could not start: {cause}") from exc
         if output is not None:
             output.release()
-        if active is None and not has_own_log_configuration(user_conf):
+        if active is None and not has_own_log_configuration(spark_conf or {}):
             session.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
         return session
 
