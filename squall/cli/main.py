@@ -221,11 +221,13 @@ def run(
     --checkpoint apply to Spark only, the other options to both engines).
 
     While it runs (--seconds, or until Ctrl-C; --until-idle ends it earlier once the
-    topology is idle) a live table shows, per component: kind,
-    tasks, tuples emitted, transferred, executed, acked and failed, execute latency
-    (bolts), complete latency (spouts), capacity and errors. At the end the spouts are
-    deactivated, in-flight tuples drain (--drain), the topology is killed and a final
-    summary is printed with the most recent errors and the start of their tracebacks.
+    topology is idle) a live table shows, per component: kind, tasks, tuples emitted,
+    transferred, executed, acked and failed, execute latency (bolts), complete latency
+    (spouts), capacity and errors; columns that do not fit the width are named as hidden.
+    At the end the spouts are deactivated, in-flight tuples drain (--drain), the
+    topology is killed and a final summary is printed: the metrics, the most recent
+    errors grouped by component and message with their counts and the start of their
+    newest traceback, and a closing line such as "3 errors in 1 component".
 
     FILE.py[:NAME] names a Python file and, optionally, the topology in it: NAME is a
     module-level StormTopology or a function taking no arguments that returns one.
