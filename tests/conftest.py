@@ -5,6 +5,7 @@ no engine thread outlives its test."""
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import threading
 import time
@@ -21,6 +22,15 @@ import pytest
 from squall import Config, LocalCluster, ManualClock
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
+
+
+#: The most xdist workers ``-n auto`` starts: each one runs its own Spark JVM.
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core, at most :data:`MAX_WORKERS`."""
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -53,12 +63,24 @@ def manual_cluster(clock: ManualClock) -> Iterator[LocalCluster]:
         yield local
 
 
+#: The test session's JVM: the tests' micro-batches are tiny, so the JIT's first tier
+#: (quick to compile) and a serial collector cost far less CPU than the defaults.
+TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One SparkSession for every Spark test of the run (starting one takes seconds)."""
+    """One SparkSession for every Spark test of the run (of each xdist worker): starting
+    one takes seconds."""
     from squall.spark.session import get_session
 
-    session = get_session("local[2, 4]", {"spark.sql.shuffle.partitions": "2"})
+    session = get_session(
+        "local[2, 4]",
+        {
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
+        },
+    )
     yield session
     session.stop()
 

@@ -163,7 +163,11 @@ def main(checkpoint: str, out: str, flag: str, reached: str) -> None:
     """The child process of the crash test: runs the counting topology until killed."""
     from squall.spark import SparkCluster
 
-    cluster = SparkCluster(master="local[2]", checkpoint_dir=checkpoint)
+    cluster = SparkCluster(
+        master="local[2]",
+        checkpoint_dir=checkpoint,
+        spark_conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+    )
     cluster.submit_topology("crash", CONF, counting_topology(CRASH_WORDS, out, flag, reached))
     time.sleep(600)
 

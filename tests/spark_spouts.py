@@ -230,7 +230,11 @@ if __name__ == "__main__":  # the crash test's child: run until the state kills 
     from squall.spark import SparkCluster
 
     checkpoint, database, flag, state_type = sys.argv[1:5]
-    cluster = SparkCluster(master="local[2]", checkpoint_dir=checkpoint)
+    cluster = SparkCluster(
+        master="local[2]",
+        checkpoint_dir=checkpoint,
+        spark_conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+    )
     cluster.submit_topology(
         "crash",
         {"topology.spark.batch.interval.millis": 50},

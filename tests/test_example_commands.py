@@ -36,6 +36,9 @@ from squall import StormTopology
 from tests.helpers import table_row
 from tests.test_examples import load_example
 
+#: One xdist worker runs them all: the module's fixture starts every selected command.
+pytestmark = pytest.mark.xdist_group("example-commands")
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
