@@ -23,7 +23,6 @@ from squall import Config, LocalCluster, ManualClock
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
 
-
 #: The most xdist workers ``-n auto`` starts: each one runs its own Spark JVM.
 MAX_WORKERS = 4
 

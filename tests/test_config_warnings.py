@@ -219,8 +219,7 @@ def test_the_command_prints_each_unknown_key_once_as_a_warning_line(tmp_path: An
     from squall.cli.main import main
 
     expected = [
-        "Warning: unknown configuration key 'topology.workrs' "
-        "(did you mean 'topology.workers'?)"
+        "Warning: unknown configuration key 'topology.workrs' (did you mean 'topology.workers'?)"
     ]
     env = {"COLUMNS": "200"}
     example = str(Path(__file__).resolve().parent.parent / "examples" / "exclamation.py")

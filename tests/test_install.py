@@ -13,9 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WITHOUT_EXTRA = (
-    "import sys\n"
-    "for name in ('pyspark', 'pyarrow', 'pandas'):\n"
-    "    sys.modules[name] = None\n"
+    "import sys\nfor name in ('pyspark', 'pyarrow', 'pandas'):\n    sys.modules[name] = None\n"
 )
 HINT = "pip install 'squall[spark]'"
 

@@ -46,7 +46,7 @@ from squall.spark.taskstate import (
     unpack,
     wire_task,
 )
-from squall.spark.workerlog import configure_worker_logging
+from squall.spark.workerprocess import prepare_process
 
 logger = logging.getLogger("squall")
 
@@ -220,7 +220,7 @@ def stage_function(
     each task whose packets are in the partition runs them (tick packets first)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        configure_worker_logging()
+        prepare_process()
         with collection_paused():
             output = run_stage(batches)
         yield output

@@ -28,6 +28,7 @@ from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
 from squall.spark.capacity import CapacityWindow
 from squall.spark.coreplan import BoltStagePlan, CorePlan
 from squall.spark.coresource import read_spout_stats, write_outcome
+from squall.spark.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.offsets import OffsetLog
 from squall.spark.retries import BatchRetries
 from squall.spark.runner import BatchFigures
@@ -166,6 +167,7 @@ class CoreRunner:
         from pyspark.sql.functions import col
 
         core = self.core
+        plan_without_adaptive_execution(frame)
         ranges = self.offsets.ranges(batch_id)
         self.reports.value = {}
         readers: dict[str, int] = {}
@@ -200,9 +202,9 @@ class CoreRunner:
             else:
                 frames[stage.component_id] = output
         for output in terminal:
-            output.count()  # runs the stage and everything before it not yet run
+            run_for_effects(output)
         if not terminal and SPOUTS in frames and not core.stages:
-            frames[SPOUTS].count()
+            run_for_effects(frames[SPOUTS])
         with collection_paused():
             return self._ledger(batch_id, attempt)
 

@@ -55,7 +55,7 @@ from squall.spark.taskstate import (
     routes_state,
     wire_task,
 )
-from squall.spark.workerlog import configure_worker_logging
+from squall.spark.workerprocess import prepare_process
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
 #: ``topology.max.spout.pending`` when acking).
@@ -312,7 +312,7 @@ class CoreSpoutReader(DataSourceStreamReader):
     the spout tasks are made lazily, so the copy stays small."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        configure_worker_logging()
+        prepare_process()
         self.options = dict(options)
         self.log = SpoutLog(options["log"])
         self._tasks: SpoutTasks | None = None

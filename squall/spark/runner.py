@@ -13,6 +13,7 @@ from squall.runtime.metrics import ErrorInfo
 from squall.spark.batchbolts import BatchBoltStage
 from squall.spark.capacity import CapacityWindow
 from squall.spark.figures import Figures, FiguresParam, zero
+from squall.spark.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.offsets import OffsetLog
 from squall.spark.plan import QueryPlan, SegmentPlan
 from squall.spark.retries import BatchRetries
@@ -241,6 +242,7 @@ class BatchRunner:
         txid = batch_id + 1
         plan = self.plan
         readers = self._readers()
+        plan_without_adaptive_execution(frame)
 
         def shared(producer: str, output: Any) -> Any:
             # Materialize an output once only if several segments read it; a single
@@ -288,4 +290,4 @@ class BatchRunner:
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:
-                output.count()  # runs the segment (its effects: peeks, functions)
+                run_for_effects(output)  # runs the segment (its effects: peeks, functions)

@@ -36,7 +36,7 @@ from pyspark.sql.datasource import (
 from squall.spark.plan import Edge, SourceKind
 from squall.spark.spoutlog import SpoutLog
 from squall.spark.stages import TaskView, route, route_emits, route_pickled, rows_to_arrow
-from squall.spark.workerlog import configure_worker_logging
+from squall.spark.workerprocess import prepare_process
 
 SOURCE_NAME = "squall_spout"
 #: Rows leave the source already routed to the first segments (see ``stages``).
@@ -99,7 +99,7 @@ class SpoutStreamReader(DataSourceStreamReader):
     ``read``; everything is loaded lazily, so the copy stays small."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        configure_worker_logging()
+        prepare_process()
         self.options = dict(options)
         self.log = SpoutLog(options["log"])
         self._setup: SourceSetup | None = None
@@ -148,7 +148,7 @@ class SpoutStreamReader(DataSourceStreamReader):
         """Runs on an executor: the rows of one part of a logged batch."""
         import pyarrow as pa
 
-        configure_worker_logging()
+        prepare_process()
         setup = self.setup
         index = partition.index  # type: ignore[attr-defined]
         part = partition.slice_index  # type: ignore[attr-defined]

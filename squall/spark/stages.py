@@ -27,7 +27,7 @@ from squall.runtime.routing import (
 )
 from squall.spark.figures import add
 from squall.spark.plan import Edge, SegmentPlan
-from squall.spark.workerlog import configure_worker_logging
+from squall.spark.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
 
@@ -318,7 +318,7 @@ def arrow_function(
         import pyarrow.compute as pc
         from pyspark import TaskContext
 
-        configure_worker_logging()
+        prepare_process()
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
