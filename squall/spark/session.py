@@ -19,6 +19,7 @@ from squall.spark.jvm import (
     start_quietly,
 )
 from squall.spark.masters import check_master
+from squall.spark.pythonexec import worker_python
 from squall.spark.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
@@ -91,7 +92,8 @@ def get_session(
     ``spark.driver.extraJavaOptions``) is left alone, and ``spark_conf`` settings win.
 
     The Python workers run the same interpreter as this process (``PYSPARK_PYTHON``), so
-    squall and the user's code are importable there.
+    squall and the user's code are importable there; on a local master they import
+    PySpark from its installed files (see :mod:`squall.spark.pythonexec`).
 
     Raises:
         SparkUnavailableError: Java is missing, ``master`` is malformed or cannot be
@@ -110,8 +112,8 @@ def get_session(
         if master is not None:
             check_master(master)
         check_java()
-        _prepare_environment(verbose)
         settings = session_settings(master, verbose, spark_conf)
+        _prepare_environment(verbose, settings)
         output = None
         if not verbose and active is None:
             try:
@@ -135,9 +137,22 @@ def get_session(
         return session
 
 
-def _prepare_environment(verbose: bool) -> None:
-    """The environment Spark's processes inherit from this one (local masters)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+#: The ``PYSPARK_PYTHON`` squall chose for the last session it started (None: none).
+_chosen_python: str | None = None
+
+
+def _prepare_environment(verbose: bool, settings: dict[str, str]) -> None:
+    """The environment Spark's processes inherit from this one (local masters).
+
+    ``PYSPARK_PYTHON`` is squall's choice (see :mod:`squall.spark.pythonexec`) unless the
+    user set it, or ``spark.pyspark.python``, themselves.
+    """
+    global _chosen_python
+    current = os.environ.get("PYSPARK_PYTHON")
+    if "spark.pyspark.python" in settings:
+        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
+    elif current is None or current == _chosen_python:
+        _chosen_python = os.environ["PYSPARK_PYTHON"] = worker_python(settings["spark.master"])
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ[ENVIRONMENT_KEY] = mode(verbose)
     # Spark's Python processes inherit the JVM's environment: give them this
