@@ -13,7 +13,7 @@ from squall.local.backpressure import build_gates
 from squall.local.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
-from squall.model.errors import ComponentError, InvalidTopologyError
+from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
@@ -353,4 +353,4 @@ def _activation_all(runners: list[SpoutRunner], active: bool) -> Callable[[], No
     return run
 
 
-__all__ = ["ComponentError", "EmitListener", "RunningTopology"]
+__all__ = ["EmitListener", "RunningTopology"]

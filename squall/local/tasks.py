@@ -207,7 +207,6 @@ class SpoutRunner(TaskRunner):
         self.active = False
         #: Set by the engine: a callable telling whether any bolt's queue is full.
         self.backpressure: Any = None
-        self._emits_before = 0
 
     @property
     def pending_count(self) -> int:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from squall.model.declarer import StreamDeclaration
-from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping
 
@@ -116,15 +115,6 @@ class StormTopology:
                 if sub.source == component_id and sub.stream_id == stream_id:
                     found.append((spec.component_id, sub.grouping))
         return found
-
-    def with_components(self, extra: dict[str, ComponentSpec]) -> StormTopology:
-        """A new topology with ``extra`` components added (engines add system ones)."""
-        merged = dict(self._components)
-        for cid, spec in extra.items():
-            if cid in merged:
-                raise InvalidTopologyError(f"component id {cid!r} is already used")
-            merged[cid] = spec
-        return StormTopology(merged)
 
     def find_cycle(self) -> list[str] | None:
         """A list of component ids forming a cycle, or ``None`` if the graph is acyclic."""

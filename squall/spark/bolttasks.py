@@ -26,7 +26,7 @@ from typing import Any
 from pyspark.accumulators import AccumulatorParam
 
 from squall.local.tasks import BoltRunner
-from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
 from squall.spark.taskstate import (
@@ -279,4 +279,4 @@ def forget(run_key: str) -> None:
         _LIVE.pop(key).runner.stop()
 
 
-__all__ = ["SYSTEM_COMPONENT", "LiveBolt", "ReportsParam", "stage_function", "tick_packets"]
+__all__ = ["LiveBolt", "ReportsParam", "stage_function", "tick_packets"]

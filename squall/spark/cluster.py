@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import secrets
 import shutil
 import statistics
@@ -576,4 +575,4 @@ def _batch_figures(figures: Any, resumed_from_batch: int | None) -> dict[str, An
     }
 
 
-__all__ = ["SparkCluster", "pickle"]
+__all__ = ["SparkCluster"]

@@ -14,7 +14,6 @@ from typing import Any
 
 from squall.model.config import Config, component_config, effective_config
 from squall.model.errors import InvalidTopologyError
-from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
 from squall.model.tuple import StreamInfo
@@ -180,4 +179,4 @@ def _topological(topology: StormTopology) -> list[str]:
     return done
 
 
-__all__ = ["LEDGER_TASK", "BoltStagePlan", "CorePlan", "Fields", "core_plan", "is_core"]
+__all__ = ["LEDGER_TASK", "BoltStagePlan", "CorePlan", "core_plan", "is_core"]

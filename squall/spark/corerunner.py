@@ -101,8 +101,6 @@ class CoreRunner:
         #: Per bolt task: its busy seconds over the recent batches' wall time.
         self.capacity = CapacityWindow()
         self.last_tick: dict[str, float] = {}
-        #: Trees acked and failed per spout (from the ledger).
-        self.tuples_total = 0
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()

@@ -14,7 +14,6 @@ from typing import Any
 from squall.model.components import Bolt
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.model.errors import InvalidTopologyError
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.collectors import OutputCollector
@@ -249,4 +248,4 @@ class WindowedBoltExecutor(Bolt):
         }
 
 
-__all__ = ["InvalidTopologyError", "WindowedBoltExecutor", "WindowedOutputCollector"]
+__all__ = ["WindowedBoltExecutor", "WindowedOutputCollector"]
