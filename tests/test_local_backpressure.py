@@ -184,9 +184,14 @@ def test_several_producers_on_several_workers_share_the_room(cluster: LocalClust
     longest = watch_queues(running, lambda: slow.executed >= 30 * capacity)
     cluster.kill_topology("fan", wait_secs=0)
 
-    # Each feeding task transfers at most its share of the room it saw, then finishes the
-    # execute in progress.
-    assert longest[slow_task] <= capacity + len(fan_tasks) * FAN_OUT
+    # Each feeding task transfers at most its share of the room it saw (a third: three
+    # feed it), then finishes the execute in progress. The tasks run on three threads: a
+    # task may still be spending a share it was given when another looks at the queue,
+    # so on a busy machine the queue can also hold the unspent shares of the other two.
+    writers = len(fan_tasks)
+    stale_shares = (writers - 1) * (capacity // writers)
+    assert longest[slow_task] <= capacity + writers * FAN_OUT + stale_shares
+    assert longest[slow_task] > capacity // 2  # the fan-out did fill it
 
 
 FAN_OUT_SCRIPT = """

@@ -11,8 +11,10 @@ How far a queue can go past its capacity: a producer looks at its targets' queue
 may transfer up to its share of the room it saw (the room divided among the tasks that
 feed the fullest target) before it looks again, and the ``execute`` that crosses that
 share finishes, whatever it emits. So a queue holds at most its capacity plus, per task
-that feeds it, what one ``execute`` (or ``next_tuple``) emits, give or take producers on
-other threads that looked at the same moment.
+that feeds it, what one ``execute`` (or ``next_tuple``) emits; and when its producers run
+on several threads, a producer may still be spending a share it was given when another
+looks, so on a busy machine the queue can also hold the unspent shares of the others (at
+most the capacity in all).
 
 Cycles: a task never waits for a queue in its own cycle (its strongly connected
 component of the component graph), so a cyclic topology cannot deadlock on full queues.
