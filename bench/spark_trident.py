@@ -1,7 +1,8 @@
 """Trident word count on SparkCluster against the same word count written in PySpark.
 
 Three streaming queries over the same sentences, in the same batch sizes, each with a
-checkpoint, on ``local[2]``:
+checkpoint, on ``local[2]``, each in a process and Spark session of its own (the
+baselines in a plain PySpark session, as a hand-written job would run):
 
 * ``squall``: the Trident word count (split -> group_by -> persistent_aggregate Count
   into memory state) on ``SparkCluster``;
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -164,18 +166,70 @@ def run_squall(spark: Any, batches: int, size: int, directory: str) -> dict[str,
     return {"rows_per_sec": rate, "batch_ms": latencies, "words_counted": counted}
 
 
+#: The jobs, in the order each run takes them (they alternate, so drifts in load hit
+#: them alike).
+JOBS = ("squall", "python_udf", "builtin")
+
+
+def run_job(name: str, batches: int, size: int, directory: str) -> dict[str, Any]:
+    """Run job ``name`` once in this process: squall in a session made by squall (as
+    ``SparkCluster`` users get it), the baselines in a plain PySpark session."""
+    if name == "squall":
+        spark = get_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    else:
+        from pyspark.sql import SparkSession
+
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+    from pyspark import cloudpickle as spark_cloudpickle
+
+    spark_cloudpickle.register_pickle_by_value(sys.modules["wordcount"])
+    try:
+        if name == "squall":
+            return run_squall(spark, batches, size, directory)
+        register_baseline_source(spark, batches, size)
+        return run_baseline(spark, name, directory)
+    finally:
+        spark.stop()
+
+
+def run_in_subprocess(name: str, args: argparse.Namespace, directory: str) -> dict[str, Any]:
+    """One run of job ``name`` in a fresh Python process; its result."""
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--job",
+        name,
+        "--batches",
+        str(args.batches),
+        "--batch-size",
+        str(args.batch_size),
+        "--directory",
+        directory,
+    ]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3, help="runs of each job (median)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--job", choices=JOBS, help=argparse.SUPPRESS)
+    parser.add_argument("--directory", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    spark = get_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
-    from pyspark import cloudpickle as spark_cloudpickle
-
-    spark_cloudpickle.register_pickle_by_value(sys.modules["wordcount"])
-    register_baseline_source(spark, args.batches, args.batch_size)
+    if args.job:  # one run of one job, in the process the parent started
+        result = run_job(args.job, args.batches, args.batch_size, args.directory)
+        print(json.dumps(result))
+        return
     directory = tempfile.mkdtemp(prefix="squall-bench-spark-")
     started = time.time()
     report: dict[str, Any] = {
@@ -183,30 +237,20 @@ def main() -> None:
         "batch_size": args.batch_size,
         "runs": args.runs,
     }
-    jobs = {
-        "squall": lambda run: run_squall(
-            spark, args.batches, args.batch_size, os.path.join(directory, f"s{run}")
-        ),
-        "python_udf": lambda run: run_baseline(
-            spark, "python_udf", os.path.join(directory, f"u{run}")
-        ),
-        "builtin": lambda run: run_baseline(spark, "builtin", os.path.join(directory, f"b{run}")),
-    }
-    for run in range(args.runs):  # the jobs alternate, so drifts in load hit them alike
-        for name, job in jobs.items():
-            result = job(run)
+    for run in range(args.runs):
+        for name in JOBS:
+            result = run_in_subprocess(name, args, os.path.join(directory, f"{name}{run}"))
             report.setdefault(f"{name}_runs", []).append(round(result["rows_per_sec"]))
             report.setdefault(f"{name}_batch_ms", []).extend(result["batch_ms"])
             if "words_counted" in result:
                 report["squall_words_counted"] = result["words_counted"]
-    for name in jobs:
+    for name in JOBS:
         report[name] = round(statistics.median(report[f"{name}_runs"]))
         latencies = report.pop(f"{name}_batch_ms")
         report[f"{name}_median_batch_ms"] = round(statistics.median(latencies))
     report["squall_vs_python_udf"] = round(report["squall"] / report["python_udf"], 3)
     report["squall_vs_builtin"] = round(report["squall"] / report["builtin"], 3)
     report["seconds"] = round(time.time() - started, 1)
-    spark.stop()
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
 
 
