@@ -152,3 +152,8 @@ class StormTopology:
             f"{spec.kind} {cid!r} x{spec.parallelism}" for cid, spec in self._components.items()
         ]
         return f"StormTopology({'; '.join(parts)})"
+
+    #: What a compiled Trident topology was lowered from: its
+    #: :class:`squall.trident.ir.TridentIR` (set by the Trident compiler, kept by
+    #: ``system_topology``); ``None`` for every other topology.
+    trident_ir: Any = None
