@@ -764,7 +764,7 @@ LOCAL = GroupingKind.LOCAL_OR_SHUFFLE
 
 def compiled(topology: TridentTopology) -> TridentIR:
     """The IR the compiled topology carries."""
-    ir = topology.build().trident_ir
+    ir = topology.build().batch_ir
     assert isinstance(ir, TridentIR)
     return ir
 
@@ -1125,7 +1125,7 @@ def test_lowering_gives_the_topology_the_compiler_gave_before_the_ir(name: str) 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_the_lowered_components_run_the_objects_of_the_ir(name: str) -> None:
     built = TOPOLOGIES[name]().build()
-    ir = built.trident_ir
+    ir = built.batch_ir
     assert isinstance(ir, TridentIR)
     for segment in ir.segments:
         assert built.get_component(segment.component_id).component.bolt is segment.segment
@@ -1145,9 +1145,9 @@ def test_the_lowered_components_run_the_objects_of_the_ir(name: str) -> None:
 
 def test_the_system_topology_carries_the_ir_and_core_topologies_have_none() -> None:
     built = drpc_queries().build()
-    assert system_topology(built, {}).trident_ir is built.trident_ir
-    assert system_topology(built, {"topology.acker.executors": 0}).trident_ir is built.trident_ir
+    assert system_topology(built, {}).batch_ir is built.batch_ir
+    assert system_topology(built, {"topology.acker.executors": 0}).batch_ir is built.batch_ir
     builder = TopologyBuilder()
     builder.set_spout("spout", FixedTupleSpout([["a"]], Fields("word")), 1)
     builder.set_bolt("bolt", CapturingBolt(), 1).shuffle_grouping("spout")
-    assert builder.create_topology().trident_ir is None
+    assert builder.create_topology().batch_ir is None

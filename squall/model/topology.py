@@ -153,7 +153,8 @@ class StormTopology:
         ]
         return f"StormTopology({'; '.join(parts)})"
 
-    #: What a compiled Trident topology was lowered from: its
-    #: :class:`squall.trident.ir.TridentIR` (set by the Trident compiler, kept by
+    #: What a topology that runs on the batch layer was compiled from: a Trident
+    #: topology's :class:`squall.trident.ir.TridentIR`, a transactional topology's
+    #: :class:`squall.transactional.ir.TransactionalIR` (set by their compilers, kept by
     #: ``system_topology``); ``None`` for every other topology.
-    trident_ir: Any = None
+    batch_ir: Any = None

@@ -39,7 +39,7 @@ def acker_count(conf: dict[str, Any]) -> int:
 
 def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
     """The topology with its system components and streams added (a new object, which
-    carries the topology's ``trident_ir``: the components it describes are unchanged)."""
+    carries the topology's ``batch_ir``: the components it describes are unchanged)."""
     ackers = acker_count(conf)
     components = {spec.component_id: spec.copy() for spec in topology}
     for spec in components.values():
@@ -92,7 +92,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
 
 
 def _carrying_ir(system: StormTopology, topology: StormTopology) -> StormTopology:
-    system.trident_ir = topology.trident_ir
+    system.batch_ir = topology.batch_ir
     return system
 
 

@@ -3,7 +3,7 @@
 Compilation builds a :class:`~squall.trident.ir.TridentIR` (``build_ir``: sources,
 segments, the streams between them, query groups), then lowers it to the
 ``StormTopology`` the local engine runs (:mod:`squall.trident.lowering`), which carries
-the IR as ``trident_ir``.
+the IR as ``batch_ir``.
 
 * The graph is cut into *segments*: a segment starts at every spout, at the operation
   after a spout, and at every repartition, merge and join; the other operations join
@@ -361,7 +361,7 @@ def build_ir(topology: TridentTopology) -> TridentIR:
 
 def compile_topology(topology: TridentTopology) -> StormTopology:
     """Compile ``topology``: build its :class:`~squall.trident.ir.TridentIR` and lower it
-    (see the module docstring); the result carries the IR as ``trident_ir``.
+    (see the module docstring); the result carries the IR as ``batch_ir``.
 
     Raises:
         InvalidTopologyError: the Trident topology is invalid (the message names the
@@ -369,7 +369,7 @@ def compile_topology(topology: TridentTopology) -> StormTopology:
     """
     ir = build_ir(topology)
     compiled = lower(ir)
-    compiled.trident_ir = ir
+    compiled.batch_ir = ir
     return compiled
 
 

@@ -3,7 +3,7 @@
 ``squall.trident.compiler`` cuts a Trident topology into batch sources and segments and
 describes them, and the streams between them, in a :class:`TridentIR`;
 ``squall.trident.lowering`` lowers it to the ``StormTopology`` the local engine runs
-(coordinator spouts, emitter bolts, batch bolts), which carries it as ``trident_ir``.
+(coordinator spouts, emitter bolts, batch bolts), which carries it as ``batch_ir``.
 Another engine can lower from the same description without taking the topology's
 components apart.
 
