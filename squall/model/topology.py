@@ -152,3 +152,9 @@ class StormTopology:
             f"{spec.kind} {cid!r} x{spec.parallelism}" for cid, spec in self._components.items()
         ]
         return f"StormTopology({'; '.join(parts)})"
+
+    #: What a topology that runs on the batch layer was compiled from: a Trident
+    #: topology's :class:`squall.trident.ir.TridentIR`, a transactional topology's
+    #: :class:`squall.transactional.ir.TransactionalIR` (set by their compilers, kept by
+    #: ``system_topology``); ``None`` for every other topology.
+    batch_ir: Any = None

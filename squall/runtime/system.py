@@ -38,13 +38,14 @@ def acker_count(conf: dict[str, Any]) -> int:
 
 
 def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:
-    """The topology with its system components and streams added (a new object)."""
+    """The topology with its system components and streams added (a new object, which
+    carries the topology's ``batch_ir``: the components it describes are unchanged)."""
     ackers = acker_count(conf)
     components = {spec.component_id: spec.copy() for spec in topology}
     for spec in components.values():
         spec.streams[SYSTEM_STREAM] = SYSTEM_STREAM_DECLARATION
     if ackers == 0:
-        return StormTopology(components)
+        return _carrying_ir(StormTopology(components), topology)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
     acker_inputs = []
     for spec in components.values():
@@ -87,7 +88,12 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         acker_streams,
         system=True,
     )
-    return StormTopology(components)
+    return _carrying_ir(StormTopology(components), topology)
+
+
+def _carrying_ir(system: StormTopology, topology: StormTopology) -> StormTopology:
+    system.batch_ir = topology.batch_ir
+    return system
 
 
 def validate_submission(topology: StormTopology, conf: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ The transactional spout becomes a coordinator spout (one task, component
 ``<spout_id>/coordinator``) and an emitter bolt (component ``<spout_id>``, what batch
 bolts subscribe to); every batch bolt runs in a :class:`BatchBoltExecutor` that also
 subscribes to its sources' ``$coord`` streams, and committers to the coordinator's
-``$commit`` stream.
+``$commit`` stream. The compiled topology carries a
+:class:`~squall.transactional.ir.TransactionalIR` of them as ``batch_ir``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 
 from squall.model.builder import BoltDeclarer, TopologyBuilder
 from squall.model.config import Config
+from squall.model.declarer import StreamDeclaration
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import CustomStreamGrouping
-from squall.model.topology import StormTopology
+from squall.model.topology import ComponentSpec, StormTopology
 from squall.model.tuple import DEFAULT_STREAM
 from squall.transactional.batch import (
     BATCH_STREAM,
@@ -28,6 +30,7 @@ from squall.transactional.batch import (
     EmitterExecutor,
 )
 from squall.transactional.coordinator import TransactionalSpoutCoordinator
+from squall.transactional.ir import BatchBoltIR, BatchEdgeIR, CoordinatedSpoutIR, TransactionalIR
 from squall.transactional.spouts import (
     PartitionedSpoutAdapter,
     PartitionedTransactionalSpout,
@@ -195,4 +198,27 @@ class TransactionalTopologyBuilder:
             if declarer.num_tasks is not None:
                 bolt_declarer.set_num_tasks(declarer.num_tasks)
             bolt_declarer.add_configurations(declarer.configuration)
-        return builder.create_topology()
+        topology = builder.create_topology()
+        topology.batch_ir = self._describe(topology)
+        return topology
+
+    def _describe(self, topology: StormTopology) -> TransactionalIR:
+        """The IR of ``topology``, compiled by :meth:`build_topology`: a bolt's first
+        inputs are the subscriptions its declarer recorded, one each, in order."""
+        emitter = topology.get_component(self.spout_id)
+        spout = CoordinatedSpoutIR(
+            self.spout_id, self.coordinator_id, self.spout, emitter.num_tasks, _user(emitter)
+        )
+        bolts = []
+        edges = []
+        for component_id, bolt, _, committer, declarer in self._bolts:
+            spec = topology.get_component(component_id)
+            bolts.append(BatchBoltIR(component_id, bolt, spec.num_tasks, committer, _user(spec)))
+            for sub in spec.inputs[: len(declarer.subscriptions)]:
+                edges.append(BatchEdgeIR(sub.source, sub.stream_id, component_id, sub.grouping))
+        return TransactionalIR(self.transactional_id, spout, tuple(bolts), tuple(edges))
+
+
+def _user(spec: ComponentSpec) -> dict[str, StreamDeclaration]:
+    """The streams ``spec`` declares but the batch layer's coordination stream."""
+    return {sid: declared for sid, declared in spec.streams.items() if sid != COORD_STREAM}

@@ -1,5 +1,10 @@
 """Compiles a Trident topology onto the core model (through the batch layer).
 
+Compilation builds a :class:`~squall.trident.ir.TridentIR` (``build_ir``: sources,
+segments, the streams between them, query groups), then lowers it to the
+``StormTopology`` the local engine runs (:mod:`squall.trident.lowering`), which carries
+the IR as ``batch_ir``.
+
 * The graph is cut into *segments*: a segment starts at every spout, at the operation
   after a spout, and at every repartition, merge and join; the other operations join
   their parent's segment. A segment runs as one batch bolt (``BatchBoltExecutor``
@@ -17,30 +22,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from squall.model.builder import BoltDeclarer, TopologyBuilder
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
+from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
-from squall.transactional.batch import (
-    BATCH_STREAM,
-    COMMIT_STREAM,
-    COORD_STREAM,
-    BatchBoltExecutor,
-    EmitterExecutor,
-)
-from squall.transactional.coordinator import TransactionalSpoutCoordinator
 from squall.trident.graph import Node
-from squall.trident.naming import segment_component_id
-from squall.trident.processors import PROCESSORS, JoinProcessor, Processor
-from squall.trident.segment import TridentSegment
-from squall.trident.sources import (
-    DRPCResultReturner,
-    DRPCSource,
-    DRPCSpoutAdapter,
-    SpoutGroupSource,
-    TridentSpoutAdapter,
+from squall.trident.ir import (
+    REGULAR_GROUP_KEY,
+    DRPCEndpoint,
+    EdgeIR,
+    QueryGroupIR,
+    SegmentIR,
+    SourceIR,
+    SourceKind,
+    StateAccess,
+    StateBinding,
+    TridentIR,
 )
-from squall.trident.spouts import BatchSpout
+from squall.trident.lowering import lower
+from squall.trident.naming import segment_component_id
+from squall.trident.processors import (
+    PROCESSORS,
+    DRPCReturnProcessor,
+    JoinProcessor,
+    PersistProcessor,
+    Processor,
+    StateQueryProcessor,
+)
+from squall.trident.segment import TridentSegment
+from squall.trident.sources import DRPCResultReturner
+from squall.trident.spouts import AnyTridentSpout, BatchSpout, OpaquePartitionedTridentSpout
+from squall.trident.state.base import StateFactory, StateLocality
 from squall.trident.stream import TridentTopology
 
 
@@ -176,34 +188,116 @@ def _processors(
     return ordered, entries
 
 
-def _subscribe(declarer: BoltDeclarer, source: str, stream: str, node: Node, side: int) -> None:
+_PARTITIONS = {"shuffle": GroupingKind.SHUFFLE, "all": GroupingKind.ALL}
+
+
+def _grouping(node: Node, side: int) -> tuple[GroupingKind, tuple[str, ...]]:
+    """How the segment starting at ``node`` receives input ``side`` of it."""
     if node.kind == "partition":
         grouping = node.params["grouping"]
         if grouping == "fields":
-            declarer.fields_grouping(source, node.params["fields"], stream)
-        elif grouping == "shuffle":
-            declarer.shuffle_grouping(source, stream)
-        elif grouping == "all":
-            declarer.all_grouping(source, stream)
+            return GroupingKind.FIELDS, tuple(node.params["fields"])
+        return _PARTITIONS.get(grouping, GroupingKind.GLOBAL), ()
+    if node.kind == "join":
+        return GroupingKind.FIELDS, tuple(node.params["keys"][side])
+    return GroupingKind.LOCAL_OR_SHUFFLE, ()
+
+
+def _state_bindings(processors: list[Processor]) -> tuple[StateBinding, ...]:
+    bindings = []
+    for processor in processors:
+        if isinstance(processor, PersistProcessor):
+            access = StateAccess.UPDATE
+        elif isinstance(processor, StateQueryProcessor):
+            access = StateAccess.QUERY
         else:
-            declarer.global_grouping(source, stream)
-    elif node.kind == "join":
-        declarer.fields_grouping(source, node.params["keys"][side], stream)
-    else:
-        declarer.local_or_shuffle_grouping(source, stream)
+            continue
+        factory = processor.factory
+        locality = factory.locality if isinstance(factory, StateFactory) else StateLocality.SHARED
+        bindings.append(StateBinding(processor.index, access, factory, locality))
+    return tuple(bindings)
 
 
-def compile_topology(topology: TridentTopology) -> StormTopology:
-    """Compile ``topology``; see the module docstring.
+def _regular_namespace(stream_ids: list[str]) -> str:
+    return "+".join(sorted(stream_ids))
 
-    Raises:
-        InvalidTopologyError: the Trident topology is invalid (the message names the
-            operation), or the compiled topology is (as ``create_topology`` reports).
-    """
-    if not any(n.kind in ("spout", "drpc_spout") for n in topology.nodes):
-        raise InvalidTopologyError("a Trident topology needs at least one stream (new_stream)")
-    _add_drpc_returns(topology)
-    segments, segment_of = _segments(topology)
+
+def _coordinator_id(namespace: str) -> str:
+    return f"{namespace}/coordinator"
+
+
+def _sources(segments: list[Segment]) -> list[SourceIR]:
+    """The regular spouts, then the DRPC streams, in declaration order."""
+    spouts = [s for s in segments if s.head.kind == "spout"]
+    regular = _coordinator_id(_regular_namespace([s.component_id for s in spouts]))
+    sources = []
+    for segment in spouts:
+        spout = segment.head.params["spout"]
+        fields = tuple(segment.head.output_fields)
+        kind = _spout_kind(spout)
+        sources.append(
+            SourceIR(segment.component_id, kind, fields, regular, segment.parallelism, spout)
+        )
+    for segment in segments:
+        head = segment.head
+        if head.kind == "drpc_spout":
+            endpoint = DRPCEndpoint(head.params["function"], head.params["drpc"])
+            coordinator = _coordinator_id(segment.component_id)
+            fields = tuple(head.output_fields)
+            sources.append(
+                SourceIR(
+                    segment.component_id, SourceKind.DRPC, fields, coordinator, 1, drpc=endpoint
+                )
+            )
+    return sources
+
+
+def _spout_kind(spout: AnyTridentSpout) -> SourceKind:
+    if isinstance(spout, BatchSpout):
+        return SourceKind.BATCH
+    if isinstance(spout, OpaquePartitionedTridentSpout):
+        return SourceKind.OPAQUE
+    return SourceKind.TRANSACTIONAL
+
+
+def _groups(
+    sources: list[SourceIR], stages: list[SegmentIR], edges: list[EdgeIR]
+) -> list[QueryGroupIR]:
+    """The regular spouts' group, then each DRPC stream's."""
+    regular = [s for s in sources if s.kind is not SourceKind.DRPC]
+    drpc = [s for s in sources if s.kind is SourceKind.DRPC]
+    members = [(s.component_id, s.component_id, [s]) for s in drpc]
+    if regular:
+        namespace = _regular_namespace([s.component_id for s in regular])
+        members.insert(0, (REGULAR_GROUP_KEY, namespace, regular))
+    groups = []
+    for key, namespace, group in members:
+        coordinator = group[0].coordinator_id
+        fed = [s for s in stages if s.coordinator_id == coordinator]
+        ids = tuple(s.component_id for s in group)
+        groups.append(
+            QueryGroupIR(key, namespace, coordinator, ids, _commit_phase_order(fed, edges))
+        )
+    return groups
+
+
+def _commit_phase_order(segments: list[SegmentIR], edges: list[EdgeIR]) -> tuple[str, ...]:
+    """``segments`` (in a topological order) with the committers and every segment
+    downstream of one moved after the others, keeping their order otherwise."""
+    late: set[str] = set()
+    for segment in segments:
+        fed_late = any(e.source in late for e in edges if e.target == segment.component_id)
+        if segment.committer or fed_late:
+            late.add(segment.component_id)
+    ids = [segment.component_id for segment in segments]
+    return tuple([c for c in ids if c not in late] + [c for c in ids if c in late])
+
+
+def _wire(
+    segments: list[Segment], segment_of: dict[int, Segment]
+) -> dict[int, tuple[list[Processor], dict[tuple[str, str], tuple[int, int]]]]:
+    """Each bolt segment's processors (their children and output streams set) and
+    entries, by segment index; sets every segment's outputs and inputs."""
     wiring = {}
     for segment in segments:
         if not segment.is_spout:
@@ -220,59 +314,66 @@ def compile_topology(topology: TridentTopology) -> StormTopology:
             stream = _stream_of(processor.node)
             if stream in segment.outputs:
                 processor.output_streams.append(stream)
+    return wiring
 
-    builder = TopologyBuilder()
-    spouts = {s.head.params["stream_id"]: s for s in segments if s.head.kind == "spout"}
-    coordinators: dict[int, str] = {}
-    if spouts:
-        namespace = "+".join(sorted(spouts))
-        main = f"{namespace}/coordinator"
-        group = SpoutGroupSource({sid: s.head.params["spout"] for sid, s in spouts.items()})
-        builder.set_spout(main, TransactionalSpoutCoordinator(group, namespace), 1)
-        for segment in spouts.values():
-            coordinators[segment.head.id] = main
-            adapter = TridentSpoutAdapter(
-                segment.component_id, segment.head.params["spout"], segment.head.output_fields
-            )
-            builder.set_bolt(
-                segment.component_id, EmitterExecutor(adapter), segment.parallelism
-            ).all_grouping(main, BATCH_STREAM)
-    for segment in [s for s in segments if s.head.kind == "drpc_spout"]:
-        head = segment.head
-        namespace = segment.component_id
-        coordinator = f"{namespace}/coordinator"
-        coordinators[head.id] = coordinator
-        builder.set_spout(
-            coordinator,
-            TransactionalSpoutCoordinator(
-                DRPCSource(head.params["function"], head.params["drpc"]), namespace
-            ),
-            1,
-        )
-        builder.set_bolt(namespace, EmitterExecutor(DRPCSpoutAdapter()), 1).all_grouping(
-            coordinator, BATCH_STREAM
-        )
+
+def build_ir(topology: TridentTopology) -> TridentIR:
+    """Cut ``topology`` into sources and segments and describe them (see the module
+    docstring and :mod:`squall.trident.ir`). Adds the DRPC streams' return steps to
+    ``topology`` (once).
+
+    Raises:
+        InvalidTopologyError: the Trident topology is invalid (the message names the
+            operation).
+    """
+    if not any(n.kind in ("spout", "drpc_spout") for n in topology.nodes):
+        raise InvalidTopologyError("a Trident topology needs at least one stream (new_stream)")
+    _add_drpc_returns(topology)
+    segments, segment_of = _segments(topology)
+    wiring = _wire(segments, segment_of)
+    sources = _sources(segments)
+    coordinators = {source.component_id: source.coordinator_id for source in sources}
+    coordinator_of = {s.head.id: coordinators[s.component_id] for s in segments if s.is_spout}
+    stages: list[SegmentIR] = []
+    edges: list[EdgeIR] = []
     for segment in segments:
         if segment.is_spout:
             continue
         processors, entries = wiring[segment.index]
-        bolt = TridentSegment(processors, entries, dict(segment.outputs))
-        declarer = builder.set_bolt(
-            segment.component_id, BatchBoltExecutor(bolt, segment.committer), segment.parallelism
+        stages.append(
+            SegmentIR(
+                segment.component_id,
+                TridentSegment(processors, entries, dict(segment.outputs)),
+                segment.parallelism,
+                segment.committer,
+                coordinator_of[segment.head.source.id],
+                _state_bindings(processors),
+                any(isinstance(p, DRPCReturnProcessor) for p in processors),
+            )
         )
-        sources: list[str] = []
         for source, stream, node, side in segment.inputs:
-            _subscribe(declarer, source.component_id, stream, node, side)
-            if source.component_id not in sources:
-                sources.append(source.component_id)
-        for source_id in sources:
-            declarer.direct_grouping(source_id, COORD_STREAM)
-        if segment.committer:
-            declarer.all_grouping(coordinators[segment.head.source.id], COMMIT_STREAM)
-    return builder.create_topology()
+            grouping, fields = _grouping(node, side)
+            target = segment.component_id
+            edges.append(EdgeIR(source.component_id, stream, target, grouping, fields))
+    groups = _groups(sources, stages, edges)
+    return TridentIR(tuple(sources), tuple(stages), tuple(edges), tuple(groups))
 
 
-__all__ = ["Segment", "compile_topology"]
+def compile_topology(topology: TridentTopology) -> StormTopology:
+    """Compile ``topology``: build its :class:`~squall.trident.ir.TridentIR` and lower it
+    (see the module docstring); the result carries the IR as ``batch_ir``.
+
+    Raises:
+        InvalidTopologyError: the Trident topology is invalid (the message names the
+            operation), or the compiled topology is (as ``create_topology`` reports).
+    """
+    ir = build_ir(topology)
+    compiled = lower(ir)
+    compiled.batch_ir = ir
+    return compiled
+
+
+__all__ = ["Segment", "build_ir", "compile_topology"]
 
 
 def describe(topology: TridentTopology) -> list[dict[str, Any]]:

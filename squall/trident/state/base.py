@@ -13,7 +13,7 @@ import enum
 import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from squall.model.errors import SquallError
 
@@ -38,6 +38,20 @@ class StateType(enum.Enum):
     NON_TRANSACTIONAL = "non-transactional"
     TRANSACTIONAL = "transactional"
     OPAQUE = "opaque"
+
+
+class StateLocality(enum.Enum):
+    """Where the states of a factory can be used: what an engine needs to know to place
+    the tasks that update or query them.
+
+    ``SHARED``: every process that makes a state of the factory reaches the same data (a
+    database server, a file every process opens, read-only data the factory carries), so
+    the tasks may run in any process. ``IN_PROCESS``: each process has its own store, so
+    every task using the state must run in one process (on Spark, the driver).
+    """
+
+    SHARED = "shared"
+    IN_PROCESS = "in-process"
 
 
 class StateError(SquallError):
@@ -231,7 +245,12 @@ class StateFactory(ABC):
     A factory is part of the topology declaration: it is picklable and travels to every
     process that runs a partition of the state (Spark executors included). The states it
     makes need not be picklable.
+
+    ``locality`` says whether those processes see the same data (see
+    :class:`StateLocality`): shared unless a factory says otherwise.
     """
+
+    locality: ClassVar[StateLocality] = StateLocality.SHARED
 
     @abstractmethod
     def make_state(

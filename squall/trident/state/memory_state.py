@@ -16,7 +16,7 @@ import random
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from squall.trident.state.base import (
     BackingMap,
@@ -24,6 +24,7 @@ from squall.trident.state.base import (
     ReadOnlyStateError,
     StateError,
     StateFactory,
+    StateLocality,
     StateType,
     as_keys,
     current_value,
@@ -156,8 +157,10 @@ class MemoryMapStateFactory(MapStateFactory):
     """Makes map states over one in-process store (see :class:`MemoryMapState`).
 
     Picklable. Copies of the factory in one process share the store; equal factories
-    (same ``store_id``) too.
+    (same ``store_id``) too. Another process has its own store (``IN_PROCESS``).
     """
+
+    locality: ClassVar[StateLocality] = StateLocality.IN_PROCESS
 
     state_type: StateType = StateType.OPAQUE
     cache_size: int = 0
@@ -195,7 +198,8 @@ class StaticBackingMap(BackingMap):
 @dataclass(frozen=True, eq=False)
 class StaticMapStateFactory(StateFactory):
     """Makes read-only states answering ``multi_get`` from ``data`` (see
-    :meth:`MemoryMapState.static_factory`). Picklable when the data is."""
+    :meth:`MemoryMapState.static_factory`). Picklable when the data is; every process
+    gets the data with the factory (``SHARED``)."""
 
     data: Mapping[tuple[Any, ...], Any]
 

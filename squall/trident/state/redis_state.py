@@ -360,7 +360,7 @@ class RedisMapState(BackingMap):
 class RedisMapStateFactory(MapStateFactory):
     """Makes map states over one Redis server and key prefix (see
     :class:`RedisMapState`). Picklable; connects only in :meth:`make_state`; its repr
-    hides the URL's password."""
+    hides the URL's password. ``SHARED``: every process connects to the same server."""
 
     url: str
     state_type: StateType = StateType.OPAQUE

@@ -249,7 +249,8 @@ def _close_connections(
 @dataclass(frozen=True)
 class SqliteMapStateFactory(MapStateFactory):
     """Makes map states over one table of a SQLite file (see :class:`SqliteMapState`).
-    Picklable; ``path`` is absolute."""
+    Picklable; ``path`` is absolute. ``SHARED``: every process opens the same file (on
+    several hosts, it must be on a disk they share)."""
 
     path: str
     state_type: StateType = StateType.OPAQUE
