@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.local.backpressure import build_gates
-from squall.local.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
 from squall.model.errors import InvalidTopologyError
@@ -29,6 +28,7 @@ from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
 from squall.runtime.system import system_topology, validate_submission
+from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
 
 logger = logging.getLogger("squall")
 

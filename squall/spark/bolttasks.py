@@ -25,10 +25,10 @@ from typing import Any
 
 from pyspark.accumulators import AccumulatorParam
 
-from squall.local.tasks import BoltRunner
 from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
+from squall.runtime.tasks import BoltRunner
 from squall.spark.taskstate import (
     CoreSetup,
     Packet,
