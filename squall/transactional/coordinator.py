@@ -15,9 +15,9 @@ from squall.model.errors import InvalidTopologyError
 from squall.runtime.backoff import RetryBackoff
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
+from squall.runtime.coordination import CoordinationStore, open_store, txid_key
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
 from squall.transactional.batch import BATCH_STREAM, COMMIT_STREAM
-from squall.transactional.store import CoordinationStore, open_store, txid_key
 
 FIRST_TXID = 1
 #: Storm's ``topology.trident.batch.emit.interval.millis`` is 500 ms by default; the

@@ -11,9 +11,9 @@ from typing import Any
 
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
+from squall.runtime.coordination import open_store, txid_key
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
-from squall.transactional.store import open_store, txid_key
 from squall.trident.segment import ATTEMPT_FIELD
 from squall.trident.spouts import make_coordinator, make_emitter
 
