@@ -48,22 +48,9 @@ def _instance_for_task(spec_component: Any, component_id: str) -> Any:
 
 
 def _execution_order(topology: StormTopology, runners: list[TaskRunner]) -> list[TaskRunner]:
-    """Spouts first, then bolts in topological order (cycles: declaration order), acker last."""
-    depth: dict[str, int] = {}
-    for spec in topology:
-        if spec.is_spout:
-            depth[spec.component_id] = 0
-    frontier = list(depth)
-    while frontier:
-        nxt = []
-        for source in frontier:
-            for spec in topology:
-                if spec.component_id in depth or spec.system:
-                    continue
-                if any(sub.source == source for sub in spec.inputs):
-                    depth[spec.component_id] = depth[source] + 1
-                    nxt.append(spec.component_id)
-        frontier = nxt
+    """Spouts first, then bolts by their depth from the spouts (bolts no spout reaches
+    after those), the acker last; tasks of the same depth by task id."""
+    depth = topology.depths_from_spouts()
     last = len(depth) + 1
 
     def key(runner: TaskRunner) -> tuple[int, int]:
