@@ -24,6 +24,7 @@ from squall.runtime.collectors import (
     TaskWiring,
 )
 from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
@@ -311,9 +312,9 @@ class RunningTopology:
             kind = self.topology.get_component(component_id).kind
             summary = summarize(component_id, kind, stats, now)
             for task in tasks:
-                report = getattr(self.runners[task].component, "metrics", None)
-                if callable(report):
-                    for key, value in report().items():
+                component = self.runners[task].component
+                if implements(component, ReportsMetrics):
+                    for key, value in component.metrics().items():
                         summary.custom[key] = summary.custom.get(key, 0) + value
             components[component_id] = summary
         return TopologyInfo(

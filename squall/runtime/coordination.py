@@ -24,6 +24,7 @@ from typing import Any
 import cloudpickle
 
 from squall.model.config import Config
+from squall.runtime.hooks import CarriesCoordinationStore
 
 STORE_FILE = "coordination.sqlite"
 
@@ -169,7 +170,7 @@ def open_store(conf: dict[str, Any], context: Any) -> CoordinationStore:
     directory = conf.get(Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR)
     if directory:
         return SqliteCoordinationStore(str(directory))
-    store = getattr(context, "coordination_store", None)
+    store = context.coordination_store if isinstance(context, CarriesCoordinationStore) else None
     if store is None:
         raise RuntimeError(
             "no coordination store: set topology.transactional.state.dir, or run on an "

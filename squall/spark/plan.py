@@ -19,6 +19,7 @@ from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
+from squall.runtime.hooks import FlagsCommitter
 from squall.spark.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
@@ -168,7 +169,7 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
             cid,
             segments[cid][1],
             topology.get_component(cid).num_tasks,
-            bool(getattr(topology.get_component(cid).component, "committer", False)),
+            _is_committer(topology.get_component(cid).component),
         )
         for index, cid in enumerate(ordered)
     }
@@ -319,13 +320,15 @@ def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, Any]:
     return source.function, source.drpc
 
 
+def _is_committer(component: Any) -> bool:
+    return isinstance(component, FlagsCommitter) and bool(component.committer)
+
+
 def _committers_last(topology: StormTopology, ordered: list[str]) -> list[str]:
     """``ordered`` with the committers and everything downstream of them moved after
     the other stages (still a topological order): a batch's processing is complete
     before any of its state is committed, as under Storm's commit phase."""
-    committers = [
-        cid for cid in ordered if getattr(topology.get_component(cid).component, "committer", False)
-    ]
+    committers = [cid for cid in ordered if _is_committer(topology.get_component(cid).component)]
     after = set(committers) | topology.reachable_from(
         committers, include_control_streams=False, within=set(ordered)
     )
