@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from squall import Config, LocalCluster
+from squall.runtime.coordination import STORE_FILE, open_store, txid_key
 from squall.transactional import (
     AttemptStatus,
     CoordinationStore,
@@ -22,7 +23,6 @@ from squall.transactional import (
     TransactionAttempt,
 )
 from squall.transactional.coordinator import TransactionStatus
-from squall.transactional.store import STORE_FILE, open_store, txid_key
 
 
 @dataclasses.dataclass(frozen=True)

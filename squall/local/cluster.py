@@ -9,9 +9,9 @@ from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.runtime.coordination import MemoryCoordinationStore
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.registry import TopologyRegistry
-from squall.transactional.store import MemoryCoordinationStore
 
 
 class LocalCluster(TopologyRegistry[RunningTopology]):

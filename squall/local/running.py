@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.local.backpressure import build_gates
-from squall.local.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
 from squall.model.errors import InvalidTopologyError
@@ -25,10 +24,12 @@ from squall.runtime.collectors import (
     TaskWiring,
 )
 from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
 from squall.runtime.system import system_topology, validate_submission
+from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
 
 logger = logging.getLogger("squall")
 
@@ -48,22 +49,9 @@ def _instance_for_task(spec_component: Any, component_id: str) -> Any:
 
 
 def _execution_order(topology: StormTopology, runners: list[TaskRunner]) -> list[TaskRunner]:
-    """Spouts first, then bolts in topological order (cycles: declaration order), acker last."""
-    depth: dict[str, int] = {}
-    for spec in topology:
-        if spec.is_spout:
-            depth[spec.component_id] = 0
-    frontier = list(depth)
-    while frontier:
-        nxt = []
-        for source in frontier:
-            for spec in topology:
-                if spec.component_id in depth or spec.system:
-                    continue
-                if any(sub.source == source for sub in spec.inputs):
-                    depth[spec.component_id] = depth[source] + 1
-                    nxt.append(spec.component_id)
-        frontier = nxt
+    """Spouts first, then bolts by their depth from the spouts (bolts no spout reaches
+    after those), the acker last; tasks of the same depth by task id."""
+    depth = topology.depths_from_spouts()
     last = len(depth) + 1
 
     def key(runner: TaskRunner) -> tuple[int, int]:
@@ -324,9 +312,9 @@ class RunningTopology:
             kind = self.topology.get_component(component_id).kind
             summary = summarize(component_id, kind, stats, now)
             for task in tasks:
-                report = getattr(self.runners[task].component, "metrics", None)
-                if callable(report):
-                    for key, value in report().items():
+                component = self.runners[task].component
+                if implements(component, ReportsMetrics):
+                    for key, value in component.metrics().items():
                         summary.custom[key] = summary.custom.get(key, 0) + value
             components[component_id] = summary
         return TopologyInfo(

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from squall.local.tasks import TaskRunner
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import Clock
 from squall.runtime.collectors import AckBuffer
+from squall.runtime.tasks import TaskRunner
 
 SPIN_ROUNDS = 16
 BOLT_BATCH = 2048

@@ -13,6 +13,7 @@ from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM
+from squall.runtime.hooks import AdaptsToBolt, implements
 
 FieldsLike = Fields | Iterable[str] | str
 
@@ -192,11 +193,15 @@ def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None
             f"again as a {spec.kind}"
         )
     where = f"{spec.kind} {cid!r}"
-    adapt = getattr(spec.component, "to_bolt", None)
-    if not spec.is_spout and callable(adapt) and not isinstance(spec.component, Bolt | BasicBolt):
+    component = spec.component
+    if (
+        not spec.is_spout
+        and implements(component, AdaptsToBolt)
+        and not isinstance(component, Bolt | BasicBolt)
+    ):
         # A component that runs as a bolt through an adapter (a WindowedBolt).
         try:
-            spec.component = adapt()
+            spec.component = component.to_bolt()
         except (InvalidTopologyError, ValueError, TypeError) as exc:
             raise InvalidTopologyError(f"{where}: {exc}") from None
     if spec.is_spout and not isinstance(spec.component, Spout):

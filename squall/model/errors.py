@@ -15,6 +15,19 @@ class InvalidTopologyError(SquallError):
     """
 
 
+class TopologyOrderError(InvalidTopologyError):
+    """Components cannot be put in topological order: they are on a cycle of
+    subscriptions, downstream of one, or subscribe to a component that is neither being
+    ordered nor upstream.
+
+    Raised by ``StormTopology.topological_order``; ``components`` lists them, sorted.
+    """
+
+    def __init__(self, components: list[str]) -> None:
+        super().__init__(f"components {components} cannot be put in topological order")
+        self.components = components
+
+
 class ComponentError(SquallError):
     """A component's lifecycle method (``open``/``prepare``) raised, so a task cannot start.
 

@@ -8,10 +8,12 @@ from squall.model.fields import Fields
 from squall.model.grouping import GlobalStreamId, Grouping
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.runtime.coordination import CoordinationStore
+from squall.runtime.hooks import CarriesCoordinationStore
 from squall.runtime.plan import TaskPlan
 
 
-class TopologyContext:
+class TopologyContext(CarriesCoordinationStore):
     """Given to ``open``/``prepare``: the task's identity and the topology's structure.
 
     Read-only; valid for the life of the task.
@@ -25,7 +27,7 @@ class TopologyContext:
         topology_name: str = "",
         conf: dict[str, Any] | None = None,
         clock: Clock | None = None,
-        coordination_store: Any = None,
+        coordination_store: CoordinationStore | None = None,
     ) -> None:
         self._topology = topology
         self._plan = plan

@@ -25,6 +25,7 @@ from squall.runtime.acker import (
     ACKER_COMPONENT,
     AckerBolt,
 )
+from squall.runtime.hooks import ValidatesSubmission, implements
 
 _ROOT_FIELDS = Fields("id")
 
@@ -99,14 +100,13 @@ def _carrying_ir(system: StormTopology, topology: StormTopology) -> StormTopolog
 def validate_submission(topology: StormTopology, conf: dict[str, Any]) -> None:
     """Submit-time checks that need the configuration, run by every engine.
 
-    A component may define ``validate_submission(component_id, conf)`` (a windowed
-    bolt checks its window against the message timeout); it receives the configuration
-    its tasks will see.
+    A component may implement ``ValidatesSubmission`` (a windowed bolt checks its
+    window against the message timeout); it receives the configuration its tasks will
+    see.
 
     Raises:
         InvalidTopologyError: from a component's check.
     """
     for spec in topology:
-        check = getattr(spec.component, "validate_submission", None)
-        if callable(check):
-            check(spec.component_id, component_config(conf, spec.conf))
+        if implements(spec.component, ValidatesSubmission):
+            spec.component.validate_submission(spec.component_id, component_config(conf, spec.conf))

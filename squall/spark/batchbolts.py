@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
 from squall.spark.plan import SegmentPlan
 from squall.spark.stages import Emit, Row, TaskView, arrow_function, route_emits
 from squall.transactional.attempt import TransactionAttempt
@@ -72,9 +73,8 @@ class BatchBoltStage:
             view = TaskView(
                 plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks
             )
-            prepare_task = getattr(plan.segment.bolt, "prepare_task", None)
-            if callable(prepare_task):
-                prepare_task(self.conf, view)
+            if implements(plan.segment.bolt, PreparesTask):
+                plan.segment.bolt.prepare_task(self.conf, view)
             prepared = _PREPARED[key] = (view, plan.segment.bolt)
         return prepared[0]
 
@@ -84,8 +84,11 @@ class BatchBoltStage:
         plan = self.plan
         view = self._view(partition)
         declared = plan.segment.bolt
-        for_batch = getattr(declared, "for_batch", None)
-        bolt = for_batch() if callable(for_batch) else copy.deepcopy(declared)
+        bolt = (
+            declared.for_batch()
+            if implements(declared, MakesBatchInstances)
+            else copy.deepcopy(declared)
+        )
         collector = BatchEmits(plan.component_id)
         attempt = self.attempt
         bolt.prepare(self.conf, view, collector, attempt)
@@ -110,6 +113,5 @@ def forget(run_key: str) -> None:
     task-level resources (``cleanup_task``)."""
     for key in [k for k in _PREPARED if k[0] == run_key]:
         _, bolt = _PREPARED.pop(key)
-        cleanup_task = getattr(bolt, "cleanup_task", None)
-        if callable(cleanup_task):
-            cleanup_task()
+        if implements(bolt, CleansUpTask):
+            bolt.cleanup_task()

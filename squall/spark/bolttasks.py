@@ -25,10 +25,11 @@ from typing import Any
 
 from pyspark.accumulators import AccumulatorParam
 
-from squall.local.tasks import BoltRunner
 from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
+from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
+from squall.runtime.tasks import BoltRunner
 from squall.spark.taskstate import (
     CoreSetup,
     Packet,
@@ -155,9 +156,8 @@ class LiveBolt:
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
         runner.inbox.extend(tuples)
         runner.run_batch(len(runner.inbox), SYSTEM_CLOCK.now_ms())
-        settle = getattr(runner.component, "settle_batch", None)
-        if callable(settle):
-            settle()
+        if implements(runner.component, SettlesBatch):
+            runner.component.settle_batch()
         acks = dict(self.ack_buffer.acks)
         self.ack_buffer.acks.clear()
         self.ack_buffer.inits.clear()
@@ -166,7 +166,7 @@ class LiveBolt:
         self._snapshot(batch_id)
         errors = list(stats.errors)
         stats.errors.clear()
-        metrics = getattr(runner.component, "metrics", None)
+        metrics = runner.component.metrics if implements(runner.component, ReportsMetrics) else None
         report = {
             "acks": acks,
             "fails": fails,
@@ -183,7 +183,7 @@ class LiveBolt:
                 for s, r in self.routes.items()
                 if r.emitted != streams[s][0]
             },
-            "custom": dict(metrics()) if callable(metrics) else {},
+            "custom": dict(metrics()) if metrics is not None else {},
         }
         return packets, report
 

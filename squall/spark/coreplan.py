@@ -133,7 +133,14 @@ def core_plan(name: str, topology: StormTopology, conf: dict[str, Any]) -> CoreP
             ],
             _tick_secs(system, component_id, conf),
         )
-        for index, component_id in enumerate(_topological(topology))
+        for index, component_id in enumerate(
+            topology.topological_order(
+                sorted(topology.bolts),
+                upstream=topology.spouts,
+                ties="earliest",
+                include_control_streams=True,
+            )
+        )
     ]
     locations = {
         task: (stage.index, position)
@@ -162,21 +169,6 @@ def _tick_secs(topology: StormTopology, component_id: str, conf: dict[str, Any])
     spec = topology.get_component(component_id)
     frequency = component_config(conf, spec.conf).get(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
     return float(frequency) if frequency else None
-
-
-def _topological(topology: StormTopology) -> list[str]:
-    """Bolt ids, each after every bolt it subscribes to (ties in id order)."""
-    bolts = sorted(topology.bolts)
-    done: list[str] = []
-    while len(done) < len(bolts):
-        for component_id in bolts:
-            if component_id in done:
-                continue
-            sources = {s.source for s in topology.get_component(component_id).inputs}
-            if all(source in done or source in topology.spouts for source in sources):
-                done.append(component_id)
-                break
-    return done
 
 
 __all__ = ["LEDGER_TASK", "BoltStagePlan", "CorePlan", "core_plan", "is_core"]

@@ -33,7 +33,6 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from squall.local.tasks import SpoutRunner
 from squall.model.config import Config
 from squall.model.fields import Fields
 from squall.model.tuple import StreamInfo, Tuple
@@ -41,6 +40,7 @@ from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONEN
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import ComponentStats, summarize
+from squall.runtime.tasks import SpoutRunner
 from squall.spark.coreplan import LEDGER_TASK
 from squall.spark.spoutlog import SpoutLog, write_atomically
 from squall.spark.taskstate import (

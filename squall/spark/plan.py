@@ -15,10 +15,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from squall.model.errors import InvalidTopologyError
+from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
+from squall.runtime.hooks import FlagsCommitter
 from squall.spark.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
@@ -168,7 +169,7 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
             cid,
             segments[cid][1],
             topology.get_component(cid).num_tasks,
-            bool(getattr(topology.get_component(cid).component, "committer", False)),
+            _is_committer(topology.get_component(cid).component),
         )
         for index, cid in enumerate(ordered)
     }
@@ -195,9 +196,11 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
     groups = ([regular] if regular else []) + [[s] for s in sources if s.kind == "drpc"]
     result = []
     for group in groups:
-        reached: set[str] = set()
-        for source in group:
-            reached |= _reached(topology, source.component_id, set(segments))
+        reached = topology.reachable_from(
+            [source.component_id for source in group],
+            include_control_streams=False,
+            within=set(segments),
+        )
         members = [plans[cid] for cid in ordered if cid in reached]
         key = group[0].component_id if group[0].kind == "drpc" else "spouts"
         result.append(QueryPlan(key, group, members))
@@ -317,52 +320,29 @@ def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, Any]:
     return source.function, source.drpc
 
 
-def _reached(topology: StormTopology, source: str, segments: set[str]) -> set[str]:
-    reached: set[str] = set()
-    frontier = [source]
-    while frontier:
-        current = frontier.pop()
-        for cid in segments - reached:
-            inputs = topology.get_component(cid).inputs
-            if any(s.source == current and not s.stream_id.startswith(("$", "__")) for s in inputs):
-                reached.add(cid)
-                frontier.append(cid)
-    return reached
+def _is_committer(component: Any) -> bool:
+    return isinstance(component, FlagsCommitter) and bool(component.committer)
 
 
 def _committers_last(topology: StormTopology, ordered: list[str]) -> list[str]:
     """``ordered`` with the committers and everything downstream of them moved after
     the other stages (still a topological order): a batch's processing is complete
     before any of its state is committed, as under Storm's commit phase."""
-    after: set[str] = set()
-    for cid in ordered:
-        spec = topology.get_component(cid)
-        fed_by_late = any(
-            s.source in after for s in spec.inputs if not s.stream_id.startswith(("$", "__"))
-        )
-        if fed_by_late or getattr(spec.component, "committer", False):
-            after.add(cid)
+    committers = [cid for cid in ordered if _is_committer(topology.get_component(cid).component)]
+    after = set(committers) | topology.reachable_from(
+        committers, include_control_streams=False, within=set(ordered)
+    )
     return [c for c in ordered if c not in after] + [c for c in ordered if c in after]
 
 
 def _topological(topology: StormTopology, segments: list[str], sources: set[str]) -> list[str]:
-    done: list[str] = []
-    remaining = list(segments)
-    while remaining:
-        progressed = False
-        for cid in list(remaining):
-            inputs = {
-                s.source
-                for s in topology.get_component(cid).inputs
-                if not s.stream_id.startswith(("$", "__")) and s.source not in sources
-            }
-            if inputs <= set(done):
-                done.append(cid)
-                remaining.remove(cid)
-                progressed = True
-        if not progressed:
-            raise InvalidTopologyError(
-                f"the Spark engine cannot run cycles (components {sorted(remaining)}); "
-                "use LocalCluster"
-            )
-    return done
+    """``segments`` in stage order: ``StormTopology.topological_order``'s passes over
+    them, data streams only, ``sources`` upstream."""
+    try:
+        return topology.topological_order(
+            segments, upstream=sources, ties="passes", include_control_streams=False
+        )
+    except TopologyOrderError as error:
+        raise InvalidTopologyError(
+            f"the Spark engine cannot run cycles (components {error.components}); use LocalCluster"
+        ) from None

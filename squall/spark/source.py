@@ -196,9 +196,9 @@ class SpoutStreamReader(DataSourceStreamReader):
     def _emit_task(self, index: int, task: int, committed: int) -> list[Any]:
         """Run emitter task ``task`` of a coordinated spout for batch ``index`` (a
         transaction is emitted alike each time: its metadata is logged)."""
+        from squall.runtime.coordination import SqliteCoordinationStore
         from squall.spark.batchbolts import BatchEmits
         from squall.transactional.attempt import TransactionAttempt
-        from squall.transactional.store import SqliteCoordinationStore
 
         setup = self.setup
         key = f"{self.options['run']}#{setup.source_id}#{task}"

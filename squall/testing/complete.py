@@ -12,6 +12,7 @@ from squall.local.cluster import LocalCluster
 from squall.model.components import Spout
 from squall.model.errors import SquallError
 from squall.model.topology import ComponentSpec, StormTopology
+from squall.runtime.hooks import Exhaustible, implements
 from squall.testing.spouts import FixedTupleSpout
 
 MockSource = Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]]
@@ -94,7 +95,7 @@ def complete_topology(
     if mock_sources:
         topology = _with_mocks(topology, mock_sources)
     for spec in topology.spouts.values():
-        if not callable(getattr(spec.component, "is_exhausted", None)):
+        if not implements(spec.component, Exhaustible):
             raise SquallError(
                 f"complete_topology cannot tell when spout {spec.component_id!r} "
                 f"({type(spec.component).__name__}) is done: give it an is_exhausted() "

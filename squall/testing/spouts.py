@@ -11,6 +11,7 @@ from squall.model.fields import Fields, as_fields
 from squall.model.tuple import DEFAULT_STREAM
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import Exhaustible
 from squall.testing.shared import SharedRecord
 
 
@@ -30,7 +31,7 @@ class RecordingSpout(Spout):
         return self.record.get("failed")
 
 
-class FixedTupleSpout(RecordingSpout):
+class FixedTupleSpout(RecordingSpout, Exhaustible):
     """Emits a fixed list of tuples once each, reliably (the msg id is the tuple's index).
 
     With several tasks, task ``i`` of ``n`` emits tuples ``i, i+n, i+2n, ...``. It does
@@ -101,7 +102,7 @@ class FixedTupleSpout(RecordingSpout):
         return self._position >= len(self._mine) and not self._pending
 
 
-class FeederSpout(RecordingSpout):
+class FeederSpout(RecordingSpout, Exhaustible):
     """A spout the test feeds: ``feed(values, msg_id=None)`` from any thread.
 
     Tuples fed are emitted in order by whichever task polls first (one task is usual).

@@ -4,17 +4,17 @@ Compiled onto the core model as Storm does it: a coordinator spout, emitter bolt
 batch bolts that detect the end of a batch, and committers.
 """
 
+from squall.runtime.coordination import (
+    CoordinationStore,
+    MemoryCoordinationStore,
+    SqliteCoordinationStore,
+)
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
 from squall.transactional.batch import BatchBolt, BatchOutputCollector, Committer
 from squall.transactional.builder import BatchBoltDeclarer, TransactionalTopologyBuilder
 from squall.transactional.spouts import (
     PartitionedTransactionalSpout,
     TransactionalSpout,
-)
-from squall.transactional.store import (
-    CoordinationStore,
-    MemoryCoordinationStore,
-    SqliteCoordinationStore,
 )
 
 __all__ = [

@@ -26,6 +26,13 @@ from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import (
+    CleansUpTask,
+    FlagsCommitter,
+    MakesBatchInstances,
+    PreparesTask,
+    implements,
+)
 from squall.transactional.attempt import TransactionAttempt
 
 BATCH_STREAM = "$batch"
@@ -132,7 +139,7 @@ def _attempt_of(tup: Tuple, component_id: str) -> TransactionAttempt:
     return attempt
 
 
-class BatchBoltExecutor(Bolt):
+class BatchBoltExecutor(Bolt, FlagsCommitter):
     """Runs a :class:`BatchBolt` with batch coordination (see the module docstring)."""
 
     def __init__(self, bolt: BatchBolt, committer: bool) -> None:
@@ -161,9 +168,8 @@ class BatchBoltExecutor(Bolt):
         self.downstream = _downstream_tasks(context)
         self.in_flight = int(conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING) or 1)
         self.batches: dict[TransactionAttempt, _Batch] = {}
-        prepare_task = getattr(self.bolt, "prepare_task", None)
-        if callable(prepare_task):
-            prepare_task(conf, context)
+        if implements(self.bolt, PreparesTask):
+            self.bolt.prepare_task(conf, context)
 
     def _batch(self, attempt: TransactionAttempt) -> _Batch:
         batch = self.batches.get(attempt)
@@ -178,8 +184,11 @@ class BatchBoltExecutor(Bolt):
         collector = BatchOutputCollector(self.out)
         # A bolt may make its per-batch instances itself (sharing task-level resources);
         # otherwise each batch gets a copy of the declared bolt.
-        for_batch = getattr(self.bolt, "for_batch", None)
-        instance = for_batch() if callable(for_batch) else copy.deepcopy(self.bolt)
+        instance = (
+            self.bolt.for_batch()
+            if implements(self.bolt, MakesBatchInstances)
+            else copy.deepcopy(self.bolt)
+        )
         instance.prepare(self.conf, self.context, collector, attempt)
         batch = self.batches[attempt] = _Batch(instance, collector)
         return batch
@@ -202,9 +211,8 @@ class BatchBoltExecutor(Bolt):
         self._finish_if_complete(attempt, batch, tup)
 
     def cleanup(self) -> None:
-        cleanup_task = getattr(self.bolt, "cleanup_task", None)
-        if callable(cleanup_task):
-            cleanup_task()
+        if implements(self.bolt, CleansUpTask):
+            self.bolt.cleanup_task()
 
     def _keep(self, batch: _Batch, tup: Tuple) -> None:
         if self.committer:

@@ -15,9 +15,15 @@ from squall.model.errors import InvalidTopologyError
 from squall.runtime.backoff import RetryBackoff
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
+from squall.runtime.coordination import CoordinationStore, open_store, txid_key
+from squall.runtime.hooks import (
+    HandlesFailedTransaction,
+    ReportsMetrics,
+    ValidatesSubmission,
+    implements,
+)
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
 from squall.transactional.batch import BATCH_STREAM, COMMIT_STREAM
-from squall.transactional.store import CoordinationStore, open_store, txid_key
 
 FIRST_TXID = 1
 #: Storm's ``topology.trident.batch.emit.interval.millis`` is 500 ms by default; the
@@ -40,7 +46,7 @@ class TransactionStatus:
         self.status = status
 
 
-class TransactionalSpoutCoordinator(Spout):
+class TransactionalSpoutCoordinator(Spout, ValidatesSubmission, ReportsMetrics):
     """Plans and drives the transactions of one transactional id.
 
     ``next_tuple`` first commits the next transaction in order if its batch is
@@ -176,12 +182,13 @@ class TransactionalSpoutCoordinator(Spout):
         for later in [t for t in self.active if t >= txid]:
             del self.active[later]
         self.retry_at_ms = self.clock.now_ms() + self.backoff.failed()
-        failed = getattr(self.coordinator, "transaction_failed", None)
-        if callable(failed):
+        if implements(self.coordinator, HandlesFailedTransaction):
             # The coordinator may replace the transaction's metadata (e.g. give up).
             key = txid_key(txid)
             stored = self.store.get(self.namespace, key)
-            replacement = failed(txid, stored[0] if stored is not None else None)
+            replacement = self.coordinator.transaction_failed(
+                txid, stored[0] if stored is not None else None
+            )
             if replacement is not None:
                 self.store.put(self.namespace, key, (replacement,))
 

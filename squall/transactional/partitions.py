@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.runtime.coordination import CoordinationStore, txid_key
 from squall.transactional.attempt import TransactionAttempt
-from squall.transactional.store import CoordinationStore, txid_key
 
 
 class PartitionCountCoordinator:

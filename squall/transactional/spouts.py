@@ -11,12 +11,12 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.model.components import Component
+from squall.runtime.coordination import open_store
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.partitions import (
     PartitionCountCoordinator,
     TransactionalPartitionEmitter,
 )
-from squall.transactional.store import open_store
 
 if TYPE_CHECKING:
     from squall.transactional.batch import BatchOutputCollector

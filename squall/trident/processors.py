@@ -15,6 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from squall.model.fields import Fields
+from squall.runtime.hooks import CachesState
 from squall.trident.graph import Node
 from squall.trident.operations import (
     Aggregator,
@@ -432,7 +433,7 @@ class StateQueryProcessor(StateProcessor):
     def __init__(self, node: Node, input_fields: Fields) -> None:
         state = node.params["state"]
         factory = state.factory
-        cache_size: int = getattr(factory, "cache_size", 0)
+        cache_size = factory.cache_size if isinstance(factory, CachesState) else 0
         if state.node is not None and cache_size > 0:
             # The state is written by this topology's persist tasks: read it uncached,
             # or a query task's cache would serve values older than the last commit.

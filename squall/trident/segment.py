@@ -13,13 +13,14 @@ from typing import Any
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
 from squall.model.tuple import Tuple
+from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask
 from squall.transactional.batch import BatchBolt, BatchOutputCollector
 from squall.trident.processors import BatchRun, Processor
 
 ATTEMPT_FIELD = "$attempt"
 
 
-class TridentSegment(BatchBolt):
+class TridentSegment(BatchBolt, PreparesTask, MakesBatchInstances, CleansUpTask):
     """Runs ``processors`` (topological order) for each batch.
 
     Args:

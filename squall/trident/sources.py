@@ -11,9 +11,10 @@ from typing import Any
 
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
+from squall.runtime.coordination import open_store, txid_key
+from squall.runtime.hooks import HandlesFailedTransaction
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
-from squall.transactional.store import open_store, txid_key
 from squall.trident.segment import ATTEMPT_FIELD
 from squall.trident.spouts import make_coordinator, make_emitter
 
@@ -117,7 +118,7 @@ class DRPCSource:
         return DRPCCoordinator(self.function, resolve_drpc(self.drpc, conf))
 
 
-class DRPCCoordinator:
+class DRPCCoordinator(HandlesFailedTransaction):
     """See :class:`DRPCSource`."""
 
     def __init__(self, function: str, drpc: Any) -> None:

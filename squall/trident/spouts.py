@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from squall.model.fields import Fields, as_fields
+from squall.runtime.coordination import open_store
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
 from squall.transactional.partitions import (
@@ -29,7 +30,6 @@ from squall.transactional.partitions import (
     PartitionCountCoordinator,
     TransactionalPartitionEmitter,
 )
-from squall.transactional.store import open_store
 
 
 class SpoutCollector:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from squall.model.components import Component
+from squall.runtime.hooks import AdaptsToBolt
 from squall.windowing.spec import (
     DEFAULT_WATERMARK_INTERVAL,
     Count,
@@ -32,7 +33,7 @@ def _duration(value: Duration | int, what: str) -> Duration:
     raise TypeError(f"{what} must be a Duration (or int milliseconds), got {value!r}")
 
 
-class WindowedBolt(Component, ABC):
+class WindowedBolt(Component, ABC, AdaptsToBolt):
     """A bolt that processes windows of tuples instead of single tuples.
 
     Configure the window with the ``with_*`` methods (each returns the bolt) and

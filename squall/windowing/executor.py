@@ -18,6 +18,7 @@ from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.manager import WindowManager
 from squall.windowing.spec import LATE_TUPLE_FIELD, check_max_spout_pending
@@ -84,7 +85,7 @@ class WindowedOutputCollector:
         self._out.report_error(error)
 
 
-class WindowedBoltExecutor(Bolt):
+class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     """The bolt an engine runs for a :class:`WindowedBolt`; see the module docstring."""
 
     def __init__(self, bolt: WindowedBolt) -> None:

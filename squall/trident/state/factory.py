@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from squall.runtime.hooks import CachesState
 from squall.trident.state.base import BackingMap, MapState, StateFactory, StateType
 from squall.trident.state.cache import CachedMap
 from squall.trident.state.maps import map_state_for
@@ -28,7 +29,7 @@ def check_cache_size(cache_size: Any) -> int:
     return cache_size
 
 
-class MapStateFactory(StateFactory):
+class MapStateFactory(StateFactory, CachesState):
     """A factory of map states over one backend.
 
     Subclasses are frozen dataclasses (picklable, comparable) with at least the fields

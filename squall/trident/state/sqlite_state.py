@@ -17,7 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from squall.transactional.store import connect_sqlite
+from squall.runtime.coordination import connect_sqlite
 from squall.trident.state.base import BackingMap, StateError, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import (

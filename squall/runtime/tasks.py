@@ -1,18 +1,24 @@
-"""Task runners of the local engine: one per task, run by the task's worker thread.
+"""Task runners: one per task, the engine-neutral execution of spouts and bolts.
 
 A runner owns its component instance, inbox (a ``deque``: appends from any thread,
 pops by the owner only), collector and counters. ``run_batch`` processes up to a
-bounded number of tuples and returns how many, so a worker can interleave its tasks.
+bounded number of tuples and returns how many, so its caller can interleave tasks.
+
+Both engines run tasks through these runners, so a spout or bolt behaves the same
+everywhere (fail on exception, acking, timeouts, metrics): the local engine's worker
+threads (``squall.local.worker``) and, on Spark, the executors' live tasks
+(``squall.spark.coresource`` for spouts, ``squall.spark.bolttasks`` for bolts). A
+runner's methods are only ever called from one thread at a time.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 
-from squall.local.backpressure import OutputGate
 from squall.model.components import BasicBolt, Spout
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import Tuple
@@ -20,6 +26,38 @@ from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIME
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
+
+
+class TransferMeter(Protocol):
+    """Counts what a task has sent so far (every stream and target)."""
+
+    @property
+    def transferred(self) -> int:
+        """Tuples transferred by the task so far."""
+        ...
+
+
+class OutputThrottle(Protocol):
+    """Holds a task back while a queue it feeds is full.
+
+    Set on a runner by an engine that bounds its queues (the local engine's
+    ``squall.local.backpressure.OutputGate``); read only from the task's own thread.
+    """
+
+    @property
+    def watching(self) -> bool:
+        """Whether the task feeds any queue it must wait for."""
+        ...
+
+    @property
+    def meter(self) -> TransferMeter:
+        """What the task has sent so far."""
+        ...
+
+    def budget(self) -> int:
+        """How many more tuples the task may transfer before asking again; 0 when it
+        must not start more work now."""
+        ...
 
 
 class TaskRunner(ABC):
@@ -44,7 +82,7 @@ class TaskRunner(ABC):
         self.task_id = context.task_id
         self.component_id = context.component_id
         #: Set by the engine: holds the task back while a queue it feeds is full.
-        self.gate: OutputGate | None = None
+        self.gate: OutputThrottle | None = None
 
     @abstractmethod
     def start(self) -> None:
@@ -109,7 +147,7 @@ class BoltRunner(TaskRunner):
             done += ran
         return done
 
-    def _run(self, count: int, meter: Any = None, stop_at: int = 0) -> int:
+    def _run(self, count: int, meter: TransferMeter | None = None, stop_at: int = 0) -> int:
         """Execute up to ``count`` inbox tuples. With a ``meter`` (an object whose
         ``transferred`` counts what the task has sent), stop before an execute once it
         reaches ``stop_at``. Returns how many tuples ran."""
@@ -145,7 +183,12 @@ class BoltRunner(TaskRunner):
         return count
 
     def _run_basic(
-        self, count: int, popleft: Any, collector: OutputCollector, meter: Any, stop_at: int
+        self,
+        count: int,
+        popleft: Callable[[], Tuple],
+        collector: OutputCollector,
+        meter: TransferMeter | None,
+        stop_at: int,
     ) -> int:
         basic = self.basic_collector
         execute = self.component.execute
@@ -206,7 +249,7 @@ class SpoutRunner(TaskRunner):
         self.timeout_ms = timeout_ms
         self.active = False
         #: Set by the engine: a callable telling whether any bolt's queue is full.
-        self.backpressure: Any = None
+        self.backpressure: Callable[[], bool] | None = None
 
     @property
     def pending_count(self) -> int:
@@ -250,7 +293,7 @@ class SpoutRunner(TaskRunner):
             return done
         # Held back while a queue this task feeds is full (see squall.local.backpressure).
         gate = self.gate
-        meter: Any = None
+        meter: TransferMeter | None = None
         stop_at = 0
         if gate is not None and gate.watching:
             budget = gate.budget()

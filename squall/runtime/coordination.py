@@ -1,7 +1,11 @@
-"""The coordination store: Storm's ZooKeeper role for transactional state.
+"""The coordination store: Storm's ZooKeeper role for transactional state, for every
+engine.
 
 Transaction ids and spout metadata are kept per transactional id (a transactional
-topology's id, or a Trident stream id) under namespaces. With
+topology's id, or a Trident stream id) under namespaces. Transactional and Trident
+components open it in their tasks with ``open_store``: ``LocalCluster`` owns an
+in-memory store that its tasks' contexts carry, ``SparkCluster`` gives its emitter
+tasks a SQLite store in the run's directory. With
 ``topology.transactional.state.dir`` set, the store is a SQLite file in that directory
 (durable: a restarted topology continues its transaction ids; safe for concurrent
 tasks and processes); without it, an in-memory store that lives as long as the cluster.
@@ -20,6 +24,7 @@ from typing import Any
 import cloudpickle
 
 from squall.model.config import Config
+from squall.runtime.hooks import CarriesCoordinationStore
 
 STORE_FILE = "coordination.sqlite"
 
@@ -165,7 +170,7 @@ def open_store(conf: dict[str, Any], context: Any) -> CoordinationStore:
     directory = conf.get(Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR)
     if directory:
         return SqliteCoordinationStore(str(directory))
-    store = getattr(context, "coordination_store", None)
+    store = context.coordination_store if isinstance(context, CarriesCoordinationStore) else None
     if store is None:
         raise RuntimeError(
             "no coordination store: set topology.transactional.state.dir, or run on an "
