@@ -5,7 +5,7 @@ it runs once on LocalCluster and once on SparkCluster, with the same assertions.
 the engines differ by design, the expected values are exact per engine: Spark runs no
 empty batch (a spout batch that emits nothing is no micro-batch), while the local engine
 goes on with empty transactions. A Spark case that fails on a gap of the Spark engine is
-a strict xfail naming the gap (``spark_xfail``).
+a strict xfail naming the gap (see ``on_engines`` in ``tests/conftest.py``).
 
 Outputs are observed three ways: through a DRPC stream (one request is one batch, and
 its result is the batch's final tuples), through :class:`BatchRecorder` (a
@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +117,6 @@ def seen_txid(record: SharedRecord, name: str, txid: int) -> bool:
     return any(entry[0] >= txid for entry in record.get(name))
 
 
-@contextmanager
-def running(
-    engine: Engine, topology: TridentTopology, conf: dict[str, Any] | None = None
-) -> Iterator[Run]:
-    """Build ``topology`` and run it on ``engine`` for the block."""
-    with engine.running(topology.build(), conf) as run:
-        yield run
-
-
 def run_until(
     engine: Engine,
     topology: TridentTopology,
@@ -140,7 +130,7 @@ def run_until(
     On Spark, the spouts are first run dry (``drain``; pass False for a spout that never
     runs dry), so every batch is complete when ``condition`` is checked.
     """
-    with running(engine, topology, conf) as run:
+    with engine.running(topology, conf) as run:
         if drain:
             run.drain()
         run.wait_until(condition, timeout or engine.timeout)
@@ -153,15 +143,6 @@ def after(engine: Engine, txid: int) -> int:
     transaction in flight, earlier batches are then complete at every task); on Spark
     ``txid`` itself, as Spark runs no empty batch and ``run_until`` drains first."""
     return txid if engine.is_spark else txid + 1
-
-
-def spark_xfail(reason: str) -> pytest.MarkDecorator:
-    """Run on both engines, the Spark case a strict xfail: a gap of the Spark engine."""
-    return pytest.mark.parametrize(
-        "engine",
-        ["local", pytest.param("spark", marks=pytest.mark.xfail(strict=True, reason=reason))],
-        indirect=True,
-    )
 
 
 def execute(run: Run, drpc: LocalDRPC, timeout: float, *calls: tuple[str, str]) -> list[str]:
@@ -184,7 +165,7 @@ def drpc_results(
     with LocalDRPC(timeout_secs=engine.timeout) as drpc:
         topology = TridentTopology()
         build(topology, drpc)
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             return [json.loads(result) for result in execute(run, drpc, engine.timeout, *calls)]
 
 
@@ -691,7 +672,7 @@ def test_concurrent_drpc_requests_each_get_their_own_batch(engine: Engine) -> No
         words_stream(topology, "count", drpc).group_by(Fields("word")).aggregate(
             TridentCount(), Fields("count")
         ).parallelism_hint(2)
-        with running(engine, topology, {Config.TOPOLOGY_MAX_SPOUT_PENDING: 4}) as run:
+        with engine.running(topology, {Config.TOPOLOGY_MAX_SPOUT_PENDING: 4}) as run:
             answers = execute(run, drpc, engine.timeout, *[("count", q) for q in queries.values()])
     results = dict(zip(queries, map(json.loads, answers), strict=True))
 
@@ -984,7 +965,7 @@ def test_state_query_with_map_get_makes_one_multi_get_per_partition_and_batch(
             .state_query(counts, Fields("word"), MapGet(), Fields("count"))
             .project(Fields("word", "count"))
         )
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             run.wait_until(lambda: len(SqliteMapState.contents(inner)) == 4, engine.timeout)
             assert record.get("multi_get") == []  # persisting reads nothing through multi_get
             (answer,) = execute(run, drpc, engine.timeout, ("counts", "a b c d e a"))
@@ -1542,7 +1523,7 @@ def test_an_aggregator_emitting_the_wrong_width_is_a_clear_error(engine: Engine)
     with LocalDRPC(timeout_secs=engine.timeout) as drpc:
         topology = TridentTopology()
         numbers_stream(topology, "first", drpc).aggregate(Fields("n"), FirstN(1), Fields("a", "b"))
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             with pytest.raises(DRPCExecutionError, match="'first' failed"):
                 execute(run, drpc, engine.timeout, ("first", "1 2 3"))
             errors = [e.error for found in run.errors().values() for e in found]
