@@ -542,6 +542,99 @@ def test_global_and_batch_global_send_the_batch_to_one_partition(
     assert placed == {(txid, 0): rows for txid, rows in BATCHES.items()}
 
 
+# Storm's contract (Trident API overview, "Repartitioning operations"), over DRPC (a
+# request is a batch) from one or several partitions: ``broadcast`` replicates every
+# tuple to every partition; ``global_`` sends every tuple to one partition, the same for
+# every batch; ``batch_global`` sends all tuples of a batch to one partition (batches
+# may go to different ones).
+
+
+class PartitionIndex(Function):
+    """Appends the index of its partition and the number of partitions, both read from
+    its context when prepared (Storm's ``getPartitionIndex`` and ``numPartitions``)."""
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.partition = context.get_this_task_index()
+        self.partitions = len(context.get_component_tasks(context.component_id))
+
+    def execute(self, tup: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([self.partition, self.partitions])
+
+
+#: DRPC requests (one batch each) of the tests below: the numbers of each.
+REQUESTS = {"a": [1, 2, 3, 4], "b": [5, 6, 7], "c": [8, 9]}
+
+
+def placements(
+    engine: Engine, moved: Callable[[Stream], Stream], upstream: int
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Each request's numbers from ``upstream`` partitions (shuffled there: every batch
+    of two or more numbers spans them) through ``moved`` onto 3 partitions: request ->
+    sorted ``(n, upstream partition, partition)`` of every tuple the last partitions
+    saw. Every tuple tells the number of partitions it passed: checked here."""
+
+    def build(topology: TridentTopology, drpc: LocalDRPC) -> None:
+        before = numbers_stream(topology, "place", drpc).shuffle()
+        before = before.each(Fields("n"), PartitionIndex(), Fields("from", "froms"))
+        after = moved(before.parallelism_hint(upstream))
+        after = after.each(Fields("n"), PartitionIndex(), Fields("at", "ats"))
+        after.parallelism_hint(3).project(Fields("n", "from", "froms", "at", "ats"))
+
+    calls = [("place", " ".join(map(str, numbers))) for numbers in REQUESTS.values()]
+    results = drpc_results(engine, build, *calls)
+    placed = {}
+    for request, rows in zip(REQUESTS, results, strict=True):
+        assert {(froms, ats) for _, _, froms, _, ats in rows} == {(upstream, 3)}
+        placed[request] = sorted((n, source, at) for n, source, _, at, _ in rows)
+    return placed
+
+
+def test_broadcast_gives_every_partition_every_tuple_of_each_batch(engine: Engine) -> None:
+    placed = placements(engine, Stream.broadcast, upstream=1)
+
+    assert placed == {
+        request: sorted((n, 0, at) for n in numbers for at in range(3))
+        for request, numbers in REQUESTS.items()
+    }
+
+
+def test_an_aggregate_after_broadcast_counts_each_tuple_once_per_partition(
+    engine: Engine,
+) -> None:
+    def build(topology: TridentTopology, drpc: LocalDRPC) -> None:
+        numbers_stream(topology, "count", drpc).broadcast().each(
+            Fields("n"), PartitionIndex(), Fields("at", "ats")
+        ).parallelism_hint(3).aggregate(TridentCount(), Fields("count"))
+        numbers_stream(topology, "sum", drpc).broadcast().each(
+            Fields("n"), PartitionIndex(), Fields("at", "ats")
+        ).parallelism_hint(3).aggregate(Fields("n"), Sum(), Fields("sum"))
+
+    count, total = drpc_results(engine, build, ("count", "4 5 6 7"), ("sum", "1 2 3"))
+
+    assert count == [[3 * 4]]
+    assert total == [[3 * (1 + 2 + 3)]]
+
+
+def test_global_sends_every_batch_to_one_and_the_same_partition(engine: Engine) -> None:
+    placed = placements(engine, Stream.global_, upstream=2)
+
+    partitions = {at for rows in placed.values() for _, _, at in rows}
+    assert len(partitions) == 1, placed  # one partition, the same for every batch
+    for request, numbers in REQUESTS.items():
+        assert [n for n, _, _ in placed[request]] == numbers  # each tuple once
+        assert {source for _, source, _ in placed[request]} == {0, 1}  # from both
+
+
+def test_batch_global_sends_all_tuples_of_a_batch_to_one_partition(engine: Engine) -> None:
+    placed = placements(engine, Stream.batch_global, upstream=2)
+
+    for request, numbers in REQUESTS.items():
+        rows = placed[request]
+        assert [n for n, _, _ in rows] == numbers  # each tuple once
+        assert len({at for _, _, at in rows}) == 1, rows  # all in one partition
+        assert {source for _, source, _ in rows} == {0, 1}  # gathered from both
+
+
 # --- aggregation -------------------------------------------------------------------------
 
 WORDS: list[list[Any]] = [
