@@ -1,6 +1,11 @@
 """Shared fixtures: a LocalCluster per test (shut down after), a manual clock, one
-SparkSession for the run, an ``engine`` to run a test on each engine, and a check that
-no engine thread outlives its test."""
+SparkSession for the run, and a check that no engine thread outlives its test.
+
+The engine contract's conformance tests take the one ``engine`` fixture: it runs the
+test once per engine of :data:`ENGINES` (LocalCluster, SparkCluster) with the same
+assertions. :func:`on_engine` and :func:`on_engines` choose a test's cases per engine
+and mark an engine's case a strict xfail naming that engine's gaps; a module whose
+tests need other engine settings overrides the ``engine_settings`` fixture."""
 
 from __future__ import annotations
 
@@ -9,19 +14,22 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from squall import Config, LocalCluster, ManualClock
+from squall import Clock, Config, LocalCluster, ManualClock
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
+from squall.trident import TridentTopology
+
+T = TypeVar("T")
 
 #: The most xdist workers ``-n auto`` starts: each one runs its own Spark JVM.
 MAX_WORKERS = 4
@@ -84,15 +92,74 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+#: The engines a conformance test runs on: the ``engine`` fixture's parameters.
 ENGINES = ["local", "spark"]
 
-#: Topology configuration each engine adds to a test's: new transactions as fast as the
-#: topology takes them (local engine: 1 ms apart; Spark: a 50 ms trigger), and on Spark
-#: no second run of a failed micro-batch (the tests inject no failures: one is a bug).
-ENGINE_CONF: dict[str, dict[str, Any]] = {
-    "local": {Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1},
-    "spark": {"topology.spark.batch.interval.millis": 50, "topology.spark.batch.retries": 0},
+#: The Spark engine's keys the tests set: the trigger interval of its micro-batches, and
+#: how many times it runs a failed micro-batch again.
+SPARK_INTERVAL = "topology.spark.batch.interval.millis"
+SPARK_RETRIES = "topology.spark.batch.retries"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What an engine adds to each test: topology configuration, under the test's own,
+    and the seconds the test waits for a result."""
+
+    conf: Mapping[str, Any]
+    timeout: float
+
+    def tuned(
+        self, conf: Mapping[str, Any] | None = None, timeout: float | None = None
+    ) -> EngineSettings:
+        """These settings with ``conf`` added (over this configuration) and ``timeout``
+        instead of this one, if given."""
+        return EngineSettings(
+            {**self.conf, **(conf or {})}, self.timeout if timeout is None else timeout
+        )
+
+
+#: Each engine's settings: new transactions as fast as the topology takes them (local
+#: engine: 1 ms apart; Spark: a 50 ms trigger), and on Spark no second run of a failed
+#: micro-batch (the tests inject no failures: one is a bug). A Spark micro-batch takes
+#: 0.3 s to 1 s, the first of a session waits for Python workers to start: 60 s for a
+#: result there, 10 s locally. A module whose tests need other settings (e.g. a failed
+#: micro-batch run again) overrides the ``engine_settings`` fixture.
+ENGINE_SETTINGS: dict[str, EngineSettings] = {
+    "local": EngineSettings({Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1}, 10.0),
+    "spark": EngineSettings({SPARK_INTERVAL: 50, SPARK_RETRIES: 0}, 60.0),
 }
+
+
+def on_engine(engine: str, *values: Any, xfail: str | Sequence[str] = ()) -> Any:
+    """The parameters ``(engine, *values)`` of a test's case on ``engine``, for
+    ``pytest.mark.parametrize`` of ``engine`` (indirect): a strict xfail if ``xfail``
+    names gaps of that engine (the reason names them all)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (one of {ENGINES})")
+    gaps = [xfail] if isinstance(xfail, str) else list(xfail)
+    marks = [pytest.mark.xfail(strict=True, reason="; ".join(gaps))] if gaps else []
+    return pytest.param(engine, *values, marks=marks)
+
+
+def on_engines(
+    local: Iterable[tuple[Any, ...]] = ((),),
+    spark: Iterable[tuple[Any, ...]] = ((),),
+    xfail: Mapping[str, str | Sequence[str]] | None = None,
+) -> list[Any]:
+    """The cases of a test on every engine (see :func:`on_engine`): each tuple of
+    ``local`` on LocalCluster, each of ``spark`` on SparkCluster; by default one case
+    each, without values. An engine in ``xfail`` has its cases strict xfails naming its
+    gaps. ``on_engines(spark=[])``: the local engine only."""
+    cases = {"local": local, "spark": spark}
+    gaps = xfail or {}
+    if set(gaps) - set(ENGINES):
+        raise ValueError(f"unknown engines {sorted(set(gaps) - set(ENGINES))} in xfail")
+    return [
+        on_engine(engine, *values, xfail=gaps.get(engine, ()))
+        for engine in ENGINES
+        for values in cases[engine]
+    ]
 
 
 @dataclass
@@ -177,70 +244,120 @@ class Run:
 
 
 class Engine:
-    """Runs a test's topologies on LocalCluster or on SparkCluster.
+    """Runs a test's topologies on LocalCluster or on SparkCluster (on the session's
+    ``spark``, its checkpoints under the test's ``tmp_path``), with the engine's
+    :class:`EngineSettings`.
 
-    Local: each ``running`` block gets a new ``LocalCluster``, the topology named
-    ``trident``. Spark: one ``SparkCluster`` per test on the session's ``spark`` (made
-    at the first ``running`` block, shut down after the test), each topology under a
-    new name (``trident-1``, ``trident-2``...) so none resumes another's checkpoint.
+    ``running`` blocks run a topology each: locally on a new ``LocalCluster`` each; on
+    Spark on one ``SparkCluster`` per test (made at the first block), each topology under
+    a new name (``trident-1``, ``trident-2``...) so none resumes another's checkpoint,
+    unless the block asks for a cluster of its own (a checkpoint directory, a clock).
+    ``new_cluster`` makes clusters a test drives itself. Every cluster is shut down when
+    the test ends (:meth:`close`).
     """
 
-    def __init__(self, name: str, spark: Any = None, checkpoint_dir: Path | None = None):
+    def __init__(
+        self,
+        name: str,
+        settings: EngineSettings,
+        spark: Any = None,
+        directory: Path | None = None,
+    ) -> None:
         self.name = name
         self.is_spark = name == "spark"
-        #: Seconds a test waits for a result (Spark: a micro-batch takes 0.3 s to 1 s,
-        #: the first of a session waits for Python workers to start).
-        self.timeout = 60.0 if self.is_spark else 10.0
+        self.settings = settings
+        #: Seconds a test waits for a result.
+        self.timeout = settings.timeout
         self._spark = spark
-        self._checkpoint_dir = checkpoint_dir
-        self._cluster: Any = None
-        self._names = (f"trident-{i}" for i in itertools.count(1))
+        self._directory = directory
+        self._clusters: list[Any] = []
+        self._shared: Any = None
+        self._runs = itertools.count(1)
 
-    def conf(self, conf: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``conf`` with this engine's fast-batch settings under it."""
-        return {**ENGINE_CONF[self.name], **(conf or {})}
+    def pick(self, local: T, spark: T) -> T:
+        """This engine's value of a figure that differs between the engines."""
+        return spark if self.is_spark else local
 
-    def _spark_cluster(self) -> Any:
-        if self._cluster is None:
-            from squall.spark import SparkCluster
+    def conf(self, conf: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``conf`` with this engine's settings under it."""
+        return {**self.settings.conf, **(conf or {})}
 
-            self._cluster = SparkCluster(
-                spark=self._spark, checkpoint_dir=str(self._checkpoint_dir)
-            )
-        return self._cluster
+    def _make_cluster(self, checkpoint: str, clock: Clock | None) -> Any:
+        if not self.is_spark:
+            return LocalCluster(clock=clock)
+        from squall.spark import SparkCluster
+
+        assert self._directory is not None
+        return SparkCluster(
+            spark=self._spark, checkpoint_dir=str(self._directory / checkpoint), clock=clock
+        )
+
+    def new_cluster(self, checkpoint: str = "checkpoint", clock: Clock | None = None) -> Any:
+        """A new cluster on ``clock``, shut down when the test ends. Spark: its
+        checkpoints in directory ``checkpoint`` of the test's ``tmp_path`` (a topology
+        submitted under the same name on a cluster on the same directory resumes where
+        the last run committed)."""
+        cluster = self._make_cluster(checkpoint, clock)
+        self._clusters.append(cluster)
+        return cluster
 
     @contextmanager
-    def running(self, topology: StormTopology, conf: dict[str, Any] | None = None) -> Iterator[Run]:
-        """Submit ``topology`` (with :meth:`conf`); kill it when the block ends."""
-        if not self.is_spark:
-            with LocalCluster() as cluster:
-                cluster.submit_topology("trident", self.conf(conf), topology)
-                yield Run(cluster, "trident")
+    def running(
+        self,
+        topology: StormTopology | TridentTopology,
+        conf: Mapping[str, Any] | None = None,
+        *,
+        name: str = "trident",
+        checkpoint: str | None = None,
+        clock: Clock | None = None,
+    ) -> Iterator[Run]:
+        """Submit ``topology`` (a Trident topology is built first) with :meth:`conf`;
+        kill it when the block ends.
+
+        Local: on a new LocalCluster on ``clock``, shut down after the block, as
+        ``name``. Spark: on the test's SparkCluster, as ``name-1``, ``name-2``... (a new
+        name each run); with ``checkpoint`` or ``clock``, on a new SparkCluster on them
+        (see :meth:`new_cluster`), shut down after the block, as ``name`` (so a later
+        run with the same ``checkpoint`` resumes this one).
+        """
+        built = topology.build() if isinstance(topology, TridentTopology) else topology
+        if not self.is_spark or checkpoint is not None or clock is not None:
+            with self._make_cluster(checkpoint or "checkpoint", clock) as cluster:
+                cluster.submit_topology(name, self.conf(conf), built)
+                yield Run(cluster, name, spark=self.is_spark)
             return
-        cluster = self._spark_cluster()
-        name = next(self._names)
-        cluster.submit_topology(name, self.conf(conf), topology)
+        if self._shared is None:
+            self._shared = self.new_cluster()
+        run_name = f"{name}-{next(self._runs)}"
+        self._shared.submit_topology(run_name, self.conf(conf), built)
         try:
-            yield Run(cluster, name, spark=True)
+            yield Run(self._shared, run_name, spark=True)
         finally:
-            cluster.kill_topology(name)
+            self._shared.kill_topology(run_name)
 
     def close(self) -> None:
-        """Shut the SparkCluster down (the session stays up for the next test)."""
-        if self._cluster is not None:
-            self._cluster.shutdown()
-            self._cluster = None
+        """Shut down the clusters made for the test (the session stays up)."""
+        clusters, self._clusters, self._shared = self._clusters, [], None
+        for cluster in clusters:
+            cluster.shutdown()
+
+
+@pytest.fixture
+def engine_settings() -> dict[str, EngineSettings]:
+    """Each engine's settings for a test: :data:`ENGINE_SETTINGS`. A module overrides
+    this fixture to change them for its tests (e.g. ``ENGINE_SETTINGS["spark"].tuned``)."""
+    return ENGINE_SETTINGS
 
 
 @pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+def engine(
+    request: pytest.FixtureRequest, tmp_path: Path, engine_settings: dict[str, EngineSettings]
+) -> Iterator[Engine]:
     """The test once per engine: ``local`` (LocalCluster) and ``spark`` (SparkCluster on
     the session's ``spark``, checkpoints under ``tmp_path``). Parametrize ``engine``
-    indirectly to mark one engine's case (e.g. a strict xfail)."""
-    if request.param == "spark":
-        chosen = Engine("spark", request.getfixturevalue("spark"), tmp_path / "checkpoint")
-    else:
-        chosen = Engine("local")
+    indirectly to choose or mark an engine's cases (see :func:`on_engines`)."""
+    spark = request.getfixturevalue("spark") if request.param == "spark" else None
+    chosen = Engine(request.param, engine_settings[request.param], spark, tmp_path)
     try:
         yield chosen
     finally:

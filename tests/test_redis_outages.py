@@ -27,11 +27,12 @@ from typing import Any
 import pytest
 import redis
 
-from squall import Config, Fields, LocalCluster, ManualClock
+from squall import Config, Fields, ManualClock
 from squall.runtime.metrics import TopologyInfo
 from squall.testing import SharedRecord
 from squall.trident import BatchSpout, Count, TridentTopology
 from squall.trident.state import RedisMapState, StateConnectionError, StateType
+from tests.conftest import ENGINE_SETTINGS, SPARK_RETRIES, Engine, EngineSettings
 from tests.helpers import settle, wait_until
 from tests.test_trident_state_redis import free_port
 
@@ -53,8 +54,6 @@ BACKOFF = {
     Config.TOPOLOGY_TRIDENT_BATCH_RETRY_INITIAL_MILLIS: 100,
     Config.TOPOLOGY_TRIDENT_BATCH_RETRY_MAX_MILLIS: 400,
 }
-#: Added on Spark: a 50 ms trigger, and retries enough to outlast the outages.
-SPARK_CONF = {"topology.spark.batch.interval.millis": 50, "topology.spark.batch.retries": 20}
 
 
 def counts_of(chunks: int) -> dict[tuple[Any, ...], int]:
@@ -233,42 +232,14 @@ def error_texts(info: TopologyInfo) -> list[str]:
     return texts + list(info.extra.get("errors", []))
 
 
-class Engine:
-    """LocalCluster or SparkCluster (on the session's ``spark``), on ``clock``."""
-
-    def __init__(self, name: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-        self.name = name
-        self.is_spark = name == "spark"
-        self.spark = request.getfixturevalue("spark") if self.is_spark else None
-        self.tmp_path = tmp_path
-        #: Seconds to wait for a result (Spark: a micro-batch costs 0.3 to 1 s, the first
-        #: of a session waits for Python workers).
-        self.timeout = 90.0 if self.is_spark else 20.0
-
-    @contextmanager
-    def running(
-        self, topology: TridentTopology, conf: dict[str, Any], clock: ManualClock | None = None
-    ) -> Iterator[Any]:
-        """The topology running as ``outage``; killed when the block ends."""
-        if self.is_spark:
-            from squall.spark import SparkCluster
-
-            cluster: Any = SparkCluster(
-                spark=self.spark, checkpoint_dir=str(self.tmp_path / "checkpoint"), clock=clock
-            )
-            conf = {**conf, **SPARK_CONF}
-        else:
-            cluster = LocalCluster(clock=clock)
-        try:
-            cluster.submit_topology("outage", conf, topology.build())
-            yield cluster
-        finally:
-            cluster.shutdown()
-
-
-@pytest.fixture(params=["local", "spark"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
-    return Engine(request.param, request, tmp_path)
+@pytest.fixture
+def engine_settings() -> dict[str, EngineSettings]:
+    """Longer waits for a result (20 s locally, 90 s on Spark); on Spark, runs of a
+    failed micro-batch enough to outlast the outages."""
+    return {
+        "local": ENGINE_SETTINGS["local"].tuned(timeout=20.0),
+        "spark": ENGINE_SETTINGS["spark"].tuned({SPARK_RETRIES: 20}, timeout=90.0),
+    }
 
 
 def test_a_frozen_redis_fails_the_batch_naming_the_state_then_counts_stay_exact(
@@ -290,16 +261,16 @@ def test_a_frozen_redis_fails_the_batch_naming_the_state_then_counts_stay_exact(
         r"connect_timeout=0\.5 s \(Timeout connecting to server\))"
     )
 
-    with engine.running(word_count(factory, record), conf) as cluster:
+    with engine.running(word_count(factory, record), conf, name="outage") as run:
         release(record)
         wait_until(lambda: stored(factory) == counts_of(1), timeout=engine.timeout)
         with server.frozen():
             release(record)
             wait_until(
-                lambda: any(map(named.search, error_texts(cluster.get_topology_info("outage")))),
+                lambda: any(map(named.search, error_texts(run.info()))),
                 timeout=engine.timeout,
             )
-        info = cluster.get_topology_info("outage")
+        info = run.info()
         release(record)
         wait_until(lambda: stored(factory) == counts_of(3), timeout=engine.timeout)
 
@@ -342,7 +313,8 @@ class SparkOutages:
     def check(self, conf: dict[str, Any]) -> None:
         clock = WaitRecordingClock(self._waited)
         engine, server, factory = self.engine, self.server, self.factory
-        with engine.running(word_count(factory, self.record), conf, clock) as cluster:
+        topology = word_count(factory, self.record)
+        with engine.running(topology, conf, name="outage", clock=clock) as run:
             release(self.record)
             wait_until(lambda: stored(factory) == counts_of(1), timeout=engine.timeout)
             server.stop()
@@ -355,7 +327,7 @@ class SparkOutages:
             server.stop()
             release(self.record)
             wait_until(lambda: stored(factory) == counts_of(4), timeout=engine.timeout)
-            info = cluster.get_topology_info("outage")
+            info = run.info()
 
         assert clock.waits == [100, 200, 400, 400, 100, 200]  # a success resets it
         assert info.extra["retries"] == 6
@@ -399,8 +371,9 @@ class LocalOutages:
     def check(self, conf: dict[str, Any]) -> None:
         clock = ManualClock()
         engine, server, factory = self.engine, self.server, self.factory
-        with engine.running(word_count(factory, self.record), conf, clock) as cluster:
-            self.cluster = cluster
+        topology = word_count(factory, self.record)
+        with engine.running(topology, conf, name="outage", clock=clock) as run:
+            self.run = run
             release(self.record)
             wait_until(lambda: stored(factory) == counts_of(1), timeout=engine.timeout)
             server.stop()
@@ -415,7 +388,7 @@ class LocalOutages:
             release(self.record)
             self._outage(clock, [100, 200], errors_before=4)  # a success reset it
             wait_until(lambda: stored(factory) == counts_of(4), timeout=engine.timeout)
-            info = cluster.get_topology_info("outage")
+            info = run.info()
 
         errors = [e.error for stats in info.components.values() for e in stats.errors]
         assert sum(stats.errors_total for stats in info.components.values()) == 6
@@ -424,11 +397,11 @@ class LocalOutages:
         assert RedisMapState.contents(factory) == counts_of(4)
 
     def _coordinator(self) -> dict[str, float]:
-        info = self.cluster.get_topology_info("outage")
+        info = self.run.info()
         return next(s.custom for c, s in info.components.items() if c.endswith("/coordinator"))
 
     def _errors(self) -> int:
-        info = self.cluster.get_topology_info("outage")
+        info = self.run.info()
         return sum(stats.errors_total for stats in info.components.values())
 
     def _outage(self, clock: ManualClock, waits: list[int], errors_before: int) -> None:
@@ -441,7 +414,7 @@ class LocalOutages:
             assert self._coordinator()["retry_backoff_ms"] == wait
             assert self._errors() == errors_before + failures
             clock.advance(wait - 1)
-            settle(self.cluster, "outage")
+            settle(self.run.cluster, self.run.name)
             waiting = self._coordinator()
             assert waiting["active_transactions"] == 0  # nothing started: not yet time
             assert waiting["consecutive_failures"] == failures

@@ -7,12 +7,12 @@ or fail on purpose. Every component copy shares its :class:`SharedRecord`, in an
 process, so the tests see the order of events across tasks.
 
 The tests of behaviour both engines have run on LocalCluster and on SparkCluster (the
-``engine`` parameter), with the same assertions, on fewer words on Spark (a micro-batch
-costs about 1 s there, a failed one 10 s); where the engines legitimately differ (e.g.
-what ``get_topology_info`` reports), the expected values are exact per engine. A Spark
-case that fails on a gap of the Spark engine is a strict xfail naming the gap. The
-tests of local-engine mechanics (timeouts, batches in flight, the compiled components)
-run on LocalCluster only, a comment above each saying why.
+``engine`` fixture, see ``tests/conftest.py``), with the same assertions, on fewer words
+on Spark (a micro-batch costs about 1 s there, a failed one 10 s); where the engines
+legitimately differ (e.g. what ``get_topology_info`` reports), the expected values are
+exact per engine. A Spark case that fails on a gap of the Spark engine is a strict xfail
+naming the gap. The tests of local-engine mechanics (timeouts, batches in flight, the
+compiled components) run on LocalCluster only, a comment above each saying why.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import importlib.util
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -50,6 +50,13 @@ from squall.transactional import (
     TransactionalSpout,
     TransactionalTopologyBuilder,
     TransactionAttempt,
+)
+from tests.conftest import (
+    ENGINE_SETTINGS,
+    SPARK_RETRIES,
+    Engine,
+    EngineSettings,
+    on_engines,
 )
 from tests.helpers import settle, wait_until
 
@@ -85,17 +92,24 @@ def base_conf(pending: int = 1, **extra: Any) -> dict[str, Any]:
 
 # --- engines --------------------------------------------------------------------------
 
-ENGINES = ["local", "spark"]
-#: Added to a test's configuration on Spark: a 50 ms trigger.
-SPARK_CONF = {"topology.spark.batch.interval.millis": 50}
-#: How many times Spark runs a failed micro-batch again (topology.spark.batch.retries).
-DEFAULT_SPARK_RETRIES = 3
+#: How many times Spark runs a failed micro-batch again (the failure tests' retries).
+SPARK_RETRY_COUNT = 3
 
 #: Gaps of the Spark engine (the reasons of strict xfails).
 SPARK_SPOUT_NOT_CLOSED = (
     "Spark engine: a transactional spout's coordinator and emitters are never closed "
     "(kill_topology and shutdown do not call close)"
 )
+
+
+@pytest.fixture
+def engine_settings() -> dict[str, EngineSettings]:
+    """The shared settings, but Spark runs a failed micro-batch again (up to
+    :data:`SPARK_RETRY_COUNT` times): the failure tests count on those runs."""
+    return {
+        **ENGINE_SETTINGS,
+        "spark": ENGINE_SETTINGS["spark"].tuned({SPARK_RETRIES: SPARK_RETRY_COUNT}),
+    }
 
 
 @dataclass(frozen=True)
@@ -117,80 +131,20 @@ class Sizes:
         return gc.split_partitions(gc.word_sequence(self.words), self.partitions)
 
 
-class Engine:
-    """Runs a test on LocalCluster or on SparkCluster (on the session's ``spark``, its
-    checkpoints under the test's ``tmp_path``)."""
-
-    def __init__(self, name: str, spark: Any = None, directory: Path | None = None) -> None:
-        self.name = name
-        self.is_spark = name == "spark"
-        #: A micro-batch takes 0.5 to 1.5 s on Spark: 4 transactions there, 20 locally.
-        self.sizes = Sizes(120) if self.is_spark else Sizes(WORDS)
-        #: Seconds to wait for a result (the first Spark micro-batch of a session waits
-        #: for Python workers to start).
-        self.timeout = 60.0 if self.is_spark else 10.0
-        self._spark = spark
-        self._directory = directory
-        self._clusters: list[Any] = []
-
-    def conf(self, conf: dict[str, Any]) -> dict[str, Any]:
-        """``conf`` with the engine's settings added."""
-        return {**conf, **SPARK_CONF} if self.is_spark else conf
-
-    def new_cluster(self, checkpoint: str = "checkpoint") -> Any:
-        """A new cluster (Spark: on checkpoint directory ``checkpoint``), shut down
-        after the test."""
-        if self.is_spark:
-            from squall.spark import SparkCluster
-
-            assert self._directory is not None
-            cluster: Any = SparkCluster(
-                spark=self._spark, checkpoint_dir=str(self._directory / checkpoint)
-            )
-        else:
-            cluster = LocalCluster()
-        self._clusters.append(cluster)
-        return cluster
-
-    def settle(self, cluster: Any, polls: Callable[[], int]) -> None:
-        """Let the topology run a while with nothing new to do: local, 20 more rounds of
-        every worker; Spark, 5 more polls of the spout (``polls()`` counts them)."""
-        if self.is_spark:
-            start = polls()
-            wait_until(lambda: polls() >= start + 5, timeout=30.0, interval=0.02)
-        else:
-            settle(cluster, "tx", rounds=20)
-
-    def close(self) -> None:
-        """Shut down the clusters made for the test (the session stays up)."""
-        for cluster in self._clusters:
-            cluster.shutdown()
+def sizes_on(engine: Engine) -> Sizes:
+    """The words of a run on ``engine``: a micro-batch takes 0.5 to 1.5 s on Spark, so 4
+    transactions there, 20 locally."""
+    return engine.pick(local=Sizes(WORDS), spark=Sizes(120))
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """The test once per engine. Parametrize ``engine`` indirectly (see
-    :func:`spark_xfail`) to mark the Spark case."""
-    if request.param == "spark":
-        chosen = Engine("spark", request.getfixturevalue("spark"), tmp_path)
+def settle_on(engine: Engine, cluster: Any, polls: Callable[[], int]) -> None:
+    """Let topology ``tx`` run a while with nothing new to do: local, 20 more rounds of
+    every worker; Spark, 5 more polls of the spout (``polls()`` counts them)."""
+    if engine.is_spark:
+        start = polls()
+        wait_until(lambda: polls() >= start + 5, timeout=30.0, interval=0.02)
     else:
-        chosen = Engine("local")
-    try:
-        yield chosen
-    finally:
-        chosen.close()
-
-
-def spark_case(*values: Any, gaps: tuple[str, ...] = ()) -> Any:
-    """The parameters ``("spark", *values)`` of a test's Spark case: a strict xfail
-    naming ``gaps`` (of the Spark engine) if there are any."""
-    marks = [pytest.mark.xfail(strict=True, reason="; ".join(gaps))] if gaps else []
-    return pytest.param("spark", *values, marks=marks)
-
-
-def spark_xfail(*gaps: str) -> pytest.MarkDecorator:
-    """Run on both engines, the Spark case a strict xfail: gaps of the Spark engine."""
-    return pytest.mark.parametrize("engine", ["local", spark_case(gaps=gaps)], indirect=True)
+        settle(cluster, "tx", rounds=20)
 
 
 def is_local(cluster: Any) -> bool:
@@ -576,7 +530,7 @@ def assert_exactly_once(record: SharedRecord, database: Any, total: int = WORDS)
     indirect=["engine"],
 )
 def test_global_count_is_exact_and_commits_in_order(engine: Engine, workers: int) -> None:
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     record, database = SharedRecord(), gc.Database()
     conf = engine.conf(base_conf(pending=2, **{Config.TOPOLOGY_WORKERS: workers}))
     cluster = engine.new_cluster()
@@ -671,7 +625,7 @@ def test_batches_overlap_but_committers_finish_in_strict_txid_order(
 
 
 def test_one_transaction_at_a_time_without_max_spout_pending(engine: Engine) -> None:
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     record, database = SharedRecord(), gc.Database()
     conf = engine.conf({Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 0})
     topology = build(record, database, spout=RecordingSpout(record, sizes))
@@ -696,7 +650,7 @@ def test_one_transaction_at_a_time_without_max_spout_pending(engine: Engine) -> 
         ("local", "raise"),
         ("local", "failed"),
         ("local", "finish"),
-        spark_case("raise"),
+        ("spark", "raise"),
         # Spark: no "failed" and "finish" cases, for time (10 s each): on Spark every
         # kind is a stage's task raising, as in "raise".
     ],
@@ -705,7 +659,7 @@ def test_one_transaction_at_a_time_without_max_spout_pending(engine: Engine) -> 
 def test_failing_batch_bolt_replays_with_new_attempts_exactly_once(
     engine: Engine, how: str
 ) -> None:
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     record, database = SharedRecord(), gc.Database()
     failing = frozenset(range(3, sizes.txids + 1, 3))
     flaky = Flaky(failing, how, record)
@@ -750,12 +704,12 @@ def test_failing_batch_bolt_replays_with_new_attempts_exactly_once(
         ("local", "before"),
         ("local", "after"),
         # Spark: no "before" case, for time ("after" fails the same commit, then writes).
-        spark_case("after"),
+        ("spark", "after"),
     ],
     indirect=["engine"],
 )
 def test_failing_commit_is_retried_and_counted_once(engine: Engine, where: str) -> None:
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     record, database = SharedRecord(), gc.Database()
     failing = frozenset(txid for txid in (2, 5, 9) if txid <= sizes.txids)
     committer = RecordingCommitter(
@@ -924,7 +878,7 @@ def test_timed_out_commit_is_retried_and_skipped_by_the_stored_txid(
 # Spark: not run, for time (each kind is a Spark case above; eight failed micro-batches).
 @pytest.mark.parametrize("engine", ["local"], indirect=True)
 def test_every_failure_kind_together_still_counts_exactly_once(engine: Engine) -> None:
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     record, database = SharedRecord(), gc.Database()
     committer = RecordingCommitter(
         database, record, fail_before=frozenset({4}), fail_after=frozenset({7})
@@ -1011,7 +965,7 @@ def test_batch_bolt_instance_per_attempt_finishes_after_every_upstream_task(
 def test_restart_on_the_same_state_dir_continues_txids(engine: Engine, tmp_path: Path) -> None:
     """Local: a new cluster on the same ``topology.transactional.state.dir``; Spark: a new
     SparkCluster on the same checkpoint directory (where Spark keeps that state)."""
-    sizes = engine.sizes
+    sizes = sizes_on(engine)
     database = gc.Database()
     record1, record2 = SharedRecord(), SharedRecord()
     state_dir = {} if engine.is_spark else {Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: str(tmp_path)}
@@ -1028,7 +982,7 @@ def test_restart_on_the_same_state_dir_continues_txids(engine: Engine, tmp_path:
     if engine.is_spark:  # the micro-batch fails every run: the query stops
         assert not cluster.wait_idle("tx")
         info = cluster.get_topology_info("tx")
-        assert len(record1.get("commit-failed")) == DEFAULT_SPARK_RETRIES + 1
+        assert len(record1.get("commit-failed")) == SPARK_RETRY_COUNT + 1
         assert info.status == "FAILED" and info.extra["last_batch_id"] == fail_from - 2
     else:
         wait_until(lambda: len(record1.get("commit-failed")) >= 3)
@@ -1197,7 +1151,7 @@ class RangeCoordinator:
         return metadata
 
     def is_ready(self) -> bool:
-        self.control.record.append("polls", self.end)  # Engine.settle counts them
+        self.control.record.append("polls", self.end)  # settle_on counts them
         return self.end < self.items and self.control.take()
 
     def close(self) -> None:
@@ -1253,7 +1207,9 @@ class RangeSpout(TransactionalSpout):
         )
 
 
-@spark_xfail(SPARK_SPOUT_NOT_CLOSED)
+@pytest.mark.parametrize(
+    "engine", on_engines(xfail={"spark": SPARK_SPOUT_NOT_CLOSED}), indirect=True
+)
 def test_transactional_spout_with_its_own_coordinator(engine: Engine) -> None:
     record, database = SharedRecord(), gc.Database()
     control = Control(record)
@@ -1270,14 +1226,14 @@ def test_transactional_spout_with_its_own_coordinator(engine: Engine) -> None:
 
     # Not ready: no transaction starts.
     cluster.submit_topology("tx", engine.conf(base_conf(pending=2)), topology)
-    engine.settle(cluster, polls)
+    settle_on(engine, cluster, polls)
     assert record.get("init") == [] and record.get("emissions") == []
 
     # Ready for three transactions: they run and commit, then the topology pauses.
     control.allow(3)
     wait_until(lambda: gc.global_count(database) == 30, timeout=engine.timeout)
     assert cluster.wait_idle("tx")
-    engine.settle(cluster, polls)
+    settle_on(engine, cluster, polls)
     assert [txid for txid, _, _ in record.get("init")] == [1, 2, 3]
     assert max(EmitLog(record).attempts()) == 3
 

@@ -6,10 +6,11 @@ state is written) and on a state's stream of new values (the batch fails after s
 state partitions committed it). Transactional and opaque state must end with the true
 counts on every backend; non-transactional state may over-count but never loses.
 
-The tests run on LocalCluster and on SparkCluster (the ``engine`` parameter) with the
-same assertions; a Spark case costs 10 to 20 s, so Spark runs a selection of the cases
-(each backend, state type and spout kind in one test or another), and a comment names
-the Spark case covering a test that runs on LocalCluster only. The engines differ in
+The tests run on LocalCluster and on SparkCluster (the ``engine`` fixture, see
+``tests/conftest.py``) with the same assertions; a Spark case costs 10 to 20 s, so Spark
+runs a selection of the cases (each backend, state type and spout kind in one test or
+another), and a comment names the Spark case covering a test that runs on LocalCluster
+only. The engines differ in
 where a run ends: the local engine goes on with empty batches after the data (tests
 wait a few transactions past it), while Spark runs no micro-batch for an empty batch of
 a batch spout (a run ends with the last batch of data). A Spark case that fails on a
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from squall import Config, Fields, LocalCluster
+from squall import Config, Fields
 from squall.testing import SharedRecord
 from squall.trident import (
     Aggregator,
@@ -50,6 +51,13 @@ from squall.trident.state import (
     StateFactory,
     StateType,
 )
+from tests.conftest import (
+    ENGINE_SETTINGS,
+    SPARK_RETRIES,
+    Engine,
+    EngineSettings,
+    on_engines,
+)
 from tests.helpers import wait_until
 
 _prefixes = count()
@@ -59,69 +67,45 @@ BACKENDS = ["memory", "sqlite", "redis"]
 
 # --- engines -----------------------------------------------------------------------------
 
-ENGINES = ["local", "spark"]
-#: Added to a test's configuration on Spark: a 50 ms trigger, and one more run of a failed
-#: micro-batch (an injected failure fails one attempt of a transaction).
-SPARK_CONF = {"topology.spark.batch.interval.millis": 50, "topology.spark.batch.retries": 1}
 
-#: Gaps of the Spark engine (the reasons of strict xfails).
+@pytest.fixture
+def engine_settings() -> dict[str, EngineSettings]:
+    """20 s for a result locally; on Spark, one more run of a failed micro-batch (an
+    injected failure fails one attempt of a transaction)."""
+    return {
+        "local": ENGINE_SETTINGS["local"].tuned(timeout=20.0),
+        "spark": ENGINE_SETTINGS["spark"].tuned({SPARK_RETRIES: 1}),
+    }
 
 
-class Engine:
-    """Runs a test's topologies on LocalCluster or on SparkCluster (on the session's
-    ``spark``, checkpoints under the test's ``tmp_path``)."""
-
-    def __init__(self, name: str, spark: Any = None, directory: Path | None = None) -> None:
-        self.name = name
-        self.is_spark = name == "spark"
-        #: Seconds to wait for a result (Spark: the first micro-batch of a session waits
-        #: for Python workers to start).
-        self.timeout = 60.0 if self.is_spark else 20.0
-        self._spark = spark
-        self._directory = directory
-
-    def pick(self, local: int, spark: int) -> int:
-        """This engine's value of a figure that differs between the engines."""
-        return spark if self.is_spark else local
-
-    def run_until(
-        self,
-        topology: TridentTopology,
-        condition: Callable[[], bool],
-        conf: dict[str, Any] | None = None,
-        checkpoint: str = "checkpoint",
-    ) -> dict[str, Any]:
-        """Run until ``condition``; kill the topology; return each component's error
-        texts. Spark (on checkpoint directory ``checkpoint``): the spouts are run dry
-        first, then ``condition`` must hold; a failed query fails the test at once."""
-        settings = {
-            Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
-            Config.TOPOLOGY_MAX_SPOUT_PENDING: 3,
-            **(conf or {}),
-            **(SPARK_CONF if self.is_spark else {}),
-        }
-        if not self.is_spark:
-            with LocalCluster() as cluster:
-                cluster.submit_topology("exactly-once", settings, topology.build())
-                try:
-                    wait_until(condition, timeout=self.timeout)
-                finally:
-                    info = cluster.get_topology_info("exactly-once")
-                    cluster.kill_topology("exactly-once")
-            return errors_of(info)
-        from squall.spark import SparkCluster
-
-        assert self._directory is not None
-        cluster = SparkCluster(spark=self._spark, checkpoint_dir=str(self._directory / checkpoint))
-        try:
-            cluster.submit_topology("exactly-once", settings, topology.build())
-            idle = cluster.wait_idle("exactly-once")
-            info = cluster.get_topology_info("exactly-once")
+def run_until(
+    engine: Engine,
+    topology: TridentTopology,
+    condition: Callable[[], bool],
+    conf: dict[str, Any] | None = None,
+    checkpoint: str = "checkpoint",
+) -> dict[str, Any]:
+    """Run until ``condition``; kill the topology; return each component's error texts.
+    Spark (on a new cluster on checkpoint directory ``checkpoint``: a run on the same one
+    resumes the last): the spouts are run dry first, then ``condition`` must hold; a
+    failed query fails the test at once."""
+    settings = {
+        Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
+        Config.TOPOLOGY_MAX_SPOUT_PENDING: 3,
+        **(conf or {}),
+    }
+    with engine.running(topology, settings, name="exactly-once", checkpoint=checkpoint) as run:
+        if engine.is_spark:
+            idle = run.cluster.wait_idle(run.name)
+            info = run.info()
             assert idle, f"the topology failed: {errors_of(info)}"
             wait_until(condition, timeout=5.0)
-        finally:
-            cluster.shutdown()
-        return errors_of(info)
+        else:
+            try:
+                wait_until(condition, timeout=engine.timeout)
+            finally:
+                info = run.info()
+    return errors_of(info)
 
 
 def errors_of(info: Any) -> dict[str, Any]:
@@ -132,35 +116,6 @@ def errors_of(info: Any) -> dict[str, Any]:
         for cid, stats in info.components.items()
         if stats.errors_total
     }
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
-    """The test once per engine. Parametrize ``engine`` indirectly (see
-    :func:`spark_xfail`) to mark the Spark case."""
-    if request.param == "spark":
-        return Engine("spark", request.getfixturevalue("spark"), tmp_path)
-    return Engine("local")
-
-
-def spark_xfail(*gaps: str) -> pytest.MarkDecorator:
-    """Run on both engines, the Spark case a strict xfail: gaps of the Spark engine."""
-    spark = pytest.param("spark", marks=pytest.mark.xfail(strict=True, reason="; ".join(gaps)))
-    return pytest.mark.parametrize("engine", ["local", spark], indirect=True)
-
-
-def on_engines(local: list[tuple[Any, ...]], spark: list[tuple[Any, ...]], *gaps: str) -> list[Any]:
-    """Parameters ``(engine, *values)``: every ``local`` case on LocalCluster, the
-    ``spark`` ones on SparkCluster, strict xfails naming ``gaps`` if there are any.
-
-    A Spark case costs 10 to 20 s (a micro-batch costs about 1 s, a failed Spark task
-    attempt as much), so the Spark cases of a backend matrix are a selection: each
-    backend, state type and spout kind is run on Spark by one test or another.
-    """
-    marks = [pytest.mark.xfail(strict=True, reason="; ".join(gaps))] if gaps else []
-    return [("local", *values) for values in local] + [
-        pytest.param("spark", *values, marks=marks) for values in spark
-    ]
 
 
 def case_id(value: Any) -> Any:
@@ -402,10 +357,7 @@ def fixed_spout() -> FixedBatchSpout:
 
 @pytest.mark.parametrize(
     ("engine", "backend", "state_type"),
-    on_engines(
-        ALL_EXACT,
-        [("sqlite", StateType.TRANSACTIONAL)],
-    ),
+    on_engines(ALL_EXACT, [("sqlite", StateType.TRANSACTIONAL)]),
     indirect=["engine", "backend"],
     ids=case_id,
 )
@@ -418,8 +370,10 @@ def test_transactional_and_opaque_state_are_exact_under_replays(
     topology = counting_topology(factory, record, fixed_spout())
     last = engine.pick(local=DATA_TXIDS + 2, spark=DATA_TXIDS)
 
-    errors = engine.run_until(
-        topology, lambda: committed(record) >= last and backend.contents(factory) == expected
+    errors = run_until(
+        engine,
+        topology,
+        lambda: committed(record) >= last and backend.contents(factory) == expected,
     )
 
     assert backend.contents(factory) == expected
@@ -444,7 +398,7 @@ def test_non_transactional_state_over_counts_but_never_loses(
     topology = counting_topology(factory, record, fixed_spout())
     last = engine.pick(local=DATA_TXIDS + 2, spark=DATA_TXIDS)
 
-    errors = engine.run_until(topology, lambda: committed(record) >= last)
+    errors = run_until(engine, topology, lambda: committed(record) >= last)
 
     counts = backend.contents(factory)
     assert only_injected(errors), errors
@@ -464,13 +418,12 @@ def test_failures_before_the_commit_leave_even_non_transactional_state_exact(
     topology = counting_topology(factory, record, fixed_spout(), fail_after=set())
     last = engine.pick(local=DATA_TXIDS + 2, spark=DATA_TXIDS)
 
-    errors = engine.run_until(topology, lambda: committed(record) >= last)
+    errors = run_until(engine, topology, lambda: committed(record) >= last)
 
     assert MemoryMapState.contents(factory) == word_counts(ROWS)
     assert only_injected(errors), errors
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"], indirect=True)
 def test_state_updates_are_applied_in_txid_order_per_partition(engine: Engine) -> None:
     """With batches pipelined (max spout pending 5; Spark runs one at a time) and
     failures before the commit, every state partition begins and commits each batch
@@ -480,8 +433,11 @@ def test_state_updates_are_applied_in_txid_order_per_partition(engine: Engine) -
     topology = counting_topology(factory, record, fixed_spout(), fail_after=set())
     last = engine.pick(local=DATA_TXIDS + 6, spark=DATA_TXIDS)
 
-    errors = engine.run_until(
-        topology, lambda: committed(record) >= last, conf={Config.TOPOLOGY_MAX_SPOUT_PENDING: 5}
+    errors = run_until(
+        engine,
+        topology,
+        lambda: committed(record) >= last,
+        conf={Config.TOPOLOGY_MAX_SPOUT_PENDING: 5},
     )
 
     assert only_injected(errors), errors
@@ -505,7 +461,8 @@ def test_commits_after_a_failed_commit_stay_in_txid_order(engine: Engine) -> Non
     topology = counting_topology(factory, record, fixed_spout())
     last = engine.pick(local=DATA_TXIDS + 4, spark=DATA_TXIDS)
 
-    engine.run_until(
+    run_until(
+        engine,
         topology,
         lambda: committed(record) >= last,
         conf={Config.TOPOLOGY_MAX_SPOUT_PENDING: 5},
@@ -712,7 +669,8 @@ def test_transactional_partitioned_spout_gives_exact_state(
     topology = items_topology(ListPartitionedSpout(PARTITIONS, 3), words, ids, record, {2, 3}, {4})
     last = engine.pick(local=PARTITION_TXIDS + 3, spark=PARTITION_TXIDS)
 
-    errors = engine.run_until(
+    errors = run_until(
+        engine,
         topology,
         lambda: (
             committed(record) >= last
@@ -744,7 +702,8 @@ def test_opaque_spout_replaying_different_tuples_gives_exact_opaque_state(
     )
     last = engine.pick(local=PARTITION_TXIDS + 4, spark=PARTITION_TXIDS)
 
-    errors = engine.run_until(
+    errors = run_until(
+        engine,
         topology,
         lambda: (
             committed(record) >= last
@@ -794,7 +753,8 @@ def test_a_restarted_topology_continues_its_txids_and_stays_exact(
     # Rows 0-3 of each partition: 2 transactions (3 rows, then 1); the rest: 2 more.
     last = engine.pick(local=4, spark=2)
 
-    errors = engine.run_until(
+    errors = run_until(
+        engine,
         items_topology(ListPartitionedSpout(PARTITIONS, 3, 4), words, ids, first, set(), set()),
         lambda: (
             committed(first) >= last
@@ -806,7 +766,8 @@ def test_a_restarted_topology_continues_its_txids_and_stays_exact(
     assert SqliteMapState.contents(ids) == every_id_once(PARTITIONS, 4)
     last_first = max(t for _, e, t in first.get("commits") if e == "commit")
 
-    errors = engine.run_until(
+    errors = run_until(
+        engine,
         items_topology(
             ListPartitionedSpout(PARTITIONS, 3), words, ids, second, {last_first + 2}, set()
         ),
@@ -833,7 +794,8 @@ def test_without_a_state_dir_a_new_cluster_starts_txids_again(engine: Engine) ->
     for run in range(2):
         record = SharedRecord()
         factory = MemoryMapState.factory(StateType.TRANSACTIONAL)
-        engine.run_until(
+        run_until(
+            engine,
             counting_topology(factory, record, fixed_spout(), set(), set(), set()),
             lambda record=record: committed(record) >= 2,  # type: ignore[misc]
             checkpoint=f"checkpoint-{run}",

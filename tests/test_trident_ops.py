@@ -5,7 +5,7 @@ it runs once on LocalCluster and once on SparkCluster, with the same assertions.
 the engines differ by design, the expected values are exact per engine: Spark runs no
 empty batch (a spout batch that emits nothing is no micro-batch), while the local engine
 goes on with empty transactions. A Spark case that fails on a gap of the Spark engine is
-a strict xfail naming the gap (``spark_xfail``).
+a strict xfail naming the gap (see ``on_engines`` in ``tests/conftest.py``).
 
 Outputs are observed three ways: through a DRPC stream (one request is one batch, and
 its result is the batch's final tuples), through :class:`BatchRecorder` (a
@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +117,6 @@ def seen_txid(record: SharedRecord, name: str, txid: int) -> bool:
     return any(entry[0] >= txid for entry in record.get(name))
 
 
-@contextmanager
-def running(
-    engine: Engine, topology: TridentTopology, conf: dict[str, Any] | None = None
-) -> Iterator[Run]:
-    """Build ``topology`` and run it on ``engine`` for the block."""
-    with engine.running(topology.build(), conf) as run:
-        yield run
-
-
 def run_until(
     engine: Engine,
     topology: TridentTopology,
@@ -140,7 +130,7 @@ def run_until(
     On Spark, the spouts are first run dry (``drain``; pass False for a spout that never
     runs dry), so every batch is complete when ``condition`` is checked.
     """
-    with running(engine, topology, conf) as run:
+    with engine.running(topology, conf) as run:
         if drain:
             run.drain()
         run.wait_until(condition, timeout or engine.timeout)
@@ -153,15 +143,6 @@ def after(engine: Engine, txid: int) -> int:
     transaction in flight, earlier batches are then complete at every task); on Spark
     ``txid`` itself, as Spark runs no empty batch and ``run_until`` drains first."""
     return txid if engine.is_spark else txid + 1
-
-
-def spark_xfail(reason: str) -> pytest.MarkDecorator:
-    """Run on both engines, the Spark case a strict xfail: a gap of the Spark engine."""
-    return pytest.mark.parametrize(
-        "engine",
-        ["local", pytest.param("spark", marks=pytest.mark.xfail(strict=True, reason=reason))],
-        indirect=True,
-    )
 
 
 def execute(run: Run, drpc: LocalDRPC, timeout: float, *calls: tuple[str, str]) -> list[str]:
@@ -184,7 +165,7 @@ def drpc_results(
     with LocalDRPC(timeout_secs=engine.timeout) as drpc:
         topology = TridentTopology()
         build(topology, drpc)
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             return [json.loads(result) for result in execute(run, drpc, engine.timeout, *calls)]
 
 
@@ -561,6 +542,99 @@ def test_global_and_batch_global_send_the_batch_to_one_partition(
     assert placed == {(txid, 0): rows for txid, rows in BATCHES.items()}
 
 
+# Storm's contract (Trident API overview, "Repartitioning operations"), over DRPC (a
+# request is a batch) from one or several partitions: ``broadcast`` replicates every
+# tuple to every partition; ``global_`` sends every tuple to one partition, the same for
+# every batch; ``batch_global`` sends all tuples of a batch to one partition (batches
+# may go to different ones).
+
+
+class PartitionIndex(Function):
+    """Appends the index of its partition and the number of partitions, both read from
+    its context when prepared (Storm's ``getPartitionIndex`` and ``numPartitions``)."""
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.partition = context.get_this_task_index()
+        self.partitions = len(context.get_component_tasks(context.component_id))
+
+    def execute(self, tup: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([self.partition, self.partitions])
+
+
+#: DRPC requests (one batch each) of the tests below: the numbers of each.
+REQUESTS = {"a": [1, 2, 3, 4], "b": [5, 6, 7], "c": [8, 9]}
+
+
+def placements(
+    engine: Engine, moved: Callable[[Stream], Stream], upstream: int
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Each request's numbers from ``upstream`` partitions (shuffled there: every batch
+    of two or more numbers spans them) through ``moved`` onto 3 partitions: request ->
+    sorted ``(n, upstream partition, partition)`` of every tuple the last partitions
+    saw. Every tuple tells the number of partitions it passed: checked here."""
+
+    def build(topology: TridentTopology, drpc: LocalDRPC) -> None:
+        before = numbers_stream(topology, "place", drpc).shuffle()
+        before = before.each(Fields("n"), PartitionIndex(), Fields("from", "froms"))
+        after = moved(before.parallelism_hint(upstream))
+        after = after.each(Fields("n"), PartitionIndex(), Fields("at", "ats"))
+        after.parallelism_hint(3).project(Fields("n", "from", "froms", "at", "ats"))
+
+    calls = [("place", " ".join(map(str, numbers))) for numbers in REQUESTS.values()]
+    results = drpc_results(engine, build, *calls)
+    placed = {}
+    for request, rows in zip(REQUESTS, results, strict=True):
+        assert {(froms, ats) for _, _, froms, _, ats in rows} == {(upstream, 3)}
+        placed[request] = sorted((n, source, at) for n, source, _, at, _ in rows)
+    return placed
+
+
+def test_broadcast_gives_every_partition_every_tuple_of_each_batch(engine: Engine) -> None:
+    placed = placements(engine, Stream.broadcast, upstream=1)
+
+    assert placed == {
+        request: sorted((n, 0, at) for n in numbers for at in range(3))
+        for request, numbers in REQUESTS.items()
+    }
+
+
+def test_an_aggregate_after_broadcast_counts_each_tuple_once_per_partition(
+    engine: Engine,
+) -> None:
+    def build(topology: TridentTopology, drpc: LocalDRPC) -> None:
+        numbers_stream(topology, "count", drpc).broadcast().each(
+            Fields("n"), PartitionIndex(), Fields("at", "ats")
+        ).parallelism_hint(3).aggregate(TridentCount(), Fields("count"))
+        numbers_stream(topology, "sum", drpc).broadcast().each(
+            Fields("n"), PartitionIndex(), Fields("at", "ats")
+        ).parallelism_hint(3).aggregate(Fields("n"), Sum(), Fields("sum"))
+
+    count, total = drpc_results(engine, build, ("count", "4 5 6 7"), ("sum", "1 2 3"))
+
+    assert count == [[3 * 4]]
+    assert total == [[3 * (1 + 2 + 3)]]
+
+
+def test_global_sends_every_batch_to_one_and_the_same_partition(engine: Engine) -> None:
+    placed = placements(engine, Stream.global_, upstream=2)
+
+    partitions = {at for rows in placed.values() for _, _, at in rows}
+    assert len(partitions) == 1, placed  # one partition, the same for every batch
+    for request, numbers in REQUESTS.items():
+        assert [n for n, _, _ in placed[request]] == numbers  # each tuple once
+        assert {source for _, source, _ in placed[request]} == {0, 1}  # from both
+
+
+def test_batch_global_sends_all_tuples_of_a_batch_to_one_partition(engine: Engine) -> None:
+    placed = placements(engine, Stream.batch_global, upstream=2)
+
+    for request, numbers in REQUESTS.items():
+        rows = placed[request]
+        assert [n for n, _, _ in rows] == numbers  # each tuple once
+        assert len({at for _, _, at in rows}) == 1, rows  # all in one partition
+        assert {source for _, source, _ in rows} == {0, 1}  # gathered from both
+
+
 # --- aggregation -------------------------------------------------------------------------
 
 WORDS: list[list[Any]] = [
@@ -691,7 +765,7 @@ def test_concurrent_drpc_requests_each_get_their_own_batch(engine: Engine) -> No
         words_stream(topology, "count", drpc).group_by(Fields("word")).aggregate(
             TridentCount(), Fields("count")
         ).parallelism_hint(2)
-        with running(engine, topology, {Config.TOPOLOGY_MAX_SPOUT_PENDING: 4}) as run:
+        with engine.running(topology, {Config.TOPOLOGY_MAX_SPOUT_PENDING: 4}) as run:
             answers = execute(run, drpc, engine.timeout, *[("count", q) for q in queries.values()])
     results = dict(zip(queries, map(json.loads, answers), strict=True))
 
@@ -984,7 +1058,7 @@ def test_state_query_with_map_get_makes_one_multi_get_per_partition_and_batch(
             .state_query(counts, Fields("word"), MapGet(), Fields("count"))
             .project(Fields("word", "count"))
         )
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             run.wait_until(lambda: len(SqliteMapState.contents(inner)) == 4, engine.timeout)
             assert record.get("multi_get") == []  # persisting reads nothing through multi_get
             (answer,) = execute(run, drpc, engine.timeout, ("counts", "a b c d e a"))
@@ -1542,7 +1616,7 @@ def test_an_aggregator_emitting_the_wrong_width_is_a_clear_error(engine: Engine)
     with LocalDRPC(timeout_secs=engine.timeout) as drpc:
         topology = TridentTopology()
         numbers_stream(topology, "first", drpc).aggregate(Fields("n"), FirstN(1), Fields("a", "b"))
-        with running(engine, topology) as run:
+        with engine.running(topology) as run:
             with pytest.raises(DRPCExecutionError, match="'first' failed"):
                 execute(run, drpc, engine.timeout, ("first", "1 2 3"))
             errors = [e.error for found in run.errors().values() for e in found]
