@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from squall.model.topology import is_control_stream
+
 logger = logging.getLogger("squall")
 
 ERRORS_KEPT = 10
@@ -229,7 +231,7 @@ def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) 
             entry = summary.streams.setdefault(stream_id, {"emitted": 0, "transferred": 0})
             entry["emitted"] += route.emitted
             entry["transferred"] += route.transferred
-            if not stream_id.startswith(("__", "$")):
+            if not is_control_stream(stream_id):
                 task_emitted += route.emitted
                 task_transferred += route.transferred
         summary.emitted += task_emitted

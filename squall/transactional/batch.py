@@ -23,6 +23,7 @@ from typing import Any
 from squall.model.components import Bolt, Component
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.topology import is_control_stream
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
@@ -121,7 +122,7 @@ class _Batch:
 def _downstream_tasks(context: TopologyContext) -> list[int]:
     tasks: set[int] = set()
     for stream, subscribers in context.get_this_targets().items():
-        if stream.startswith(("$", "__")):
+        if is_control_stream(stream):
             continue
         for component in subscribers:
             tasks.update(context.get_component_tasks(component))
@@ -162,7 +163,7 @@ class BatchBoltExecutor(Bolt, FlagsCommitter):
         upstream = {
             gid.component_id
             for gid in context.get_this_sources()
-            if not gid.stream_id.startswith(("$", "__"))
+            if not is_control_stream(gid.stream_id)
         }
         self.expected_reports = sum(len(context.get_component_tasks(c)) for c in upstream)
         self.downstream = _downstream_tasks(context)
