@@ -23,21 +23,21 @@ from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
-from squall.spark.batchbolts import forget as forget_batch_bolts
-from squall.spark.bolttasks import forget as forget_bolt_tasks
-from squall.spark.coreplan import CorePlan, core_plan, is_core
-from squall.spark.corerunner import CoreRunner
-from squall.spark.coresource import read_poll
-from squall.spark.offsets import OffsetLog, last_committed_batch
-from squall.spark.pickling import pickle_user_code_by_value
-from squall.spark.plan import QueryPlan, SourcePlan, query_plans
-from squall.spark.resources import Resources
-from squall.spark.runner import BatchRunner
-from squall.spark.session import get_session
-from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import forget
-from squall.spark.taskstate import CoreSetup, write_setup
+from squall.spark.execute.batchbolts import forget as forget_batch_bolts
+from squall.spark.execute.batchrunner import BatchRunner
+from squall.spark.execute.bolttasks import forget as forget_bolt_tasks
+from squall.spark.execute.corerunner import CoreRunner
+from squall.spark.execute.stages import forget
+from squall.spark.execute.taskstate import CoreSetup, write_setup
+from squall.spark.plan.batch import QueryPlan, SourcePlan, query_plans
+from squall.spark.plan.core import CorePlan, core_plan, is_core
+from squall.spark.plan.pickling import pickle_user_code_by_value
+from squall.spark.runtime.resources import Resources
+from squall.spark.runtime.session import get_session
+from squall.spark.sources.batchsource import SOURCE_NAME, SourceSetup, SpoutSource
+from squall.spark.sources.coresource import read_poll
+from squall.spark.sources.offsets import OffsetLog, last_committed_batch
+from squall.spark.sources.spoutlog import SpoutLog
 
 logger = logging.getLogger("squall")
 
@@ -489,7 +489,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``resumed_from_batch``
         when the query resumed from its checkpoint. A bolt's (or stage's) capacity is
         measured against the recent micro-batches' wall time (see
-        :mod:`squall.spark.capacity`)."""
+        :mod:`squall.spark.control.capacity`)."""
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}

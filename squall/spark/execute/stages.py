@@ -25,9 +25,9 @@ from squall.runtime.routing import (
     PartialKeyRouter,
     ShuffleRouter,
 )
-from squall.spark.figures import add
-from squall.spark.plan import Edge, SegmentPlan
-from squall.spark.workerprocess import prepare_process
+from squall.spark.execute.figures import add
+from squall.spark.plan.batch import Edge, SegmentPlan
+from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
 
@@ -294,7 +294,7 @@ def timed_run(
     stage: PartitionRunner, partition: int, pairs: list[tuple[str, bytes]], figures: Any
 ) -> list[Row]:
     """``stage.run_partition``, its counts and time added to ``figures`` (when given:
-    an accumulator or a driver-side list, see ``squall.spark.figures``)."""
+    an accumulator or a driver-side list, see ``squall.spark.execute.figures``)."""
     started = time.perf_counter()
     rows = stage.run_partition(partition, pairs)
     if figures is not None:

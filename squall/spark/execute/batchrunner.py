@@ -10,15 +10,15 @@ from typing import Any
 
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ErrorInfo
-from squall.spark.batchbolts import BatchBoltStage
-from squall.spark.capacity import CapacityWindow
-from squall.spark.figures import Figures, FiguresParam, zero
-from squall.spark.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.offsets import OffsetLog
-from squall.spark.plan import QueryPlan, SegmentPlan
-from squall.spark.retries import BatchRetries
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
+from squall.spark.control.capacity import CapacityWindow
+from squall.spark.execute.batchbolts import BatchBoltStage
+from squall.spark.execute.figures import Figures, FiguresParam, zero
+from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
+from squall.spark.execute.retries import BatchRetries
+from squall.spark.execute.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
+from squall.spark.plan.batch import QueryPlan, SegmentPlan
+from squall.spark.sources.offsets import OffsetLog
+from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
-from squall.spark.plan import SegmentPlan
-from squall.spark.stages import Emit, Row, TaskView, arrow_function, route_emits
+from squall.spark.execute.stages import Emit, Row, TaskView, arrow_function, route_emits
+from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 
 #: Task views of tasks prepared in this process (``prepare_task`` done), with their

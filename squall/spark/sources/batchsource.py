@@ -3,7 +3,7 @@ API).
 
 Offsets count a source's batches (``{"source": id, "batch": n}``). Each time Spark
 asks for the latest offset, the source's driver side makes at most one new batch and
-logs it (see ``squall.spark.spoutlog``):
+logs it (see ``squall.spark.sources.spoutlog``):
 
 * a batch spout emits the batch on the driver, and its rows are logged;
 * a partitioned (transactional or opaque) spout's coordinator decides the number of
@@ -33,10 +33,10 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from squall.spark.plan import Edge, SourceKind
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import TaskView, route, route_emits, route_pickled, rows_to_arrow
-from squall.spark.workerprocess import prepare_process
+from squall.spark.execute.stages import TaskView, route, route_emits, route_pickled, rows_to_arrow
+from squall.spark.plan.batch import Edge, SourceKind
+from squall.spark.runtime.workerprocess import prepare_process
+from squall.spark.sources.spoutlog import SpoutLog
 
 SOURCE_NAME = "squall_spout"
 #: Rows leave the source already routed to the first segments (see ``stages``).
@@ -196,7 +196,7 @@ class SpoutStreamReader(DataSourceStreamReader):
     def _emit_task(self, index: int, task: int, committed: int) -> list[Any]:
         """Run emitter task ``task`` of a coordinated spout for batch ``index`` (a
         transaction is emitted alike each time: its metadata is logged)."""
-        from squall.spark.batchbolts import BatchEmits
+        from squall.spark.execute.batchbolts import BatchEmits
         from squall.transactional.attempt import TransactionAttempt
         from squall.transactional.store import SqliteCoordinationStore
 
@@ -336,14 +336,14 @@ class SpoutSource(DataSource):
 
     def schema(self) -> str:
         if "core_setup" in self.options:
-            from squall.spark.taskstate import CORE_SCHEMA
+            from squall.spark.execute.taskstate import CORE_SCHEMA
 
             return CORE_SCHEMA
         return SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         if "core_setup" in self.options:  # a core topology's spout
-            from squall.spark.coresource import CoreSpoutReader
+            from squall.spark.sources.coresource import CoreSpoutReader
 
             return CoreSpoutReader(dict(self.options))
         return SpoutStreamReader(dict(self.options))

@@ -41,9 +41,7 @@ from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONEN
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import ComponentStats, summarize
-from squall.spark.coreplan import LEDGER_TASK
-from squall.spark.spoutlog import SpoutLog, write_atomically
-from squall.spark.taskstate import (
+from squall.spark.execute.taskstate import (
     CoreSetup,
     Packet,
     collection_paused,
@@ -55,7 +53,9 @@ from squall.spark.taskstate import (
     routes_state,
     wire_task,
 )
-from squall.spark.workerprocess import prepare_process
+from squall.spark.plan.core import LEDGER_TASK
+from squall.spark.runtime.workerprocess import prepare_process
+from squall.spark.sources.spoutlog import SpoutLog, write_atomically
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
 #: ``topology.max.spout.pending`` when acking).

@@ -3,7 +3,7 @@
 Batch ``batch_id`` runs every bolt once, in topological order, each as a Spark stage:
 the packets addressed to the bolt (from the spouts' sources and from earlier stages)
 are repartitioned by target task with ``repartitionById`` and run per partition with
-``mapInArrow`` (see ``squall.spark.bolttasks``). A bolt fed only by local-or-shuffle
+``mapInArrow`` (see ``squall.spark.execute.bolttasks``). A bolt fed only by local-or-shuffle
 from one bolt with no more tasks than itself needs no exchange: it runs in the same
 Spark task as the bolt before it. A stage's output read by several bolts is computed
 once (``localCheckpoint``).
@@ -24,16 +24,16 @@ from typing import Any
 from squall.model.grouping import GroupingKind
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
-from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
-from squall.spark.capacity import CapacityWindow
-from squall.spark.coreplan import BoltStagePlan, CorePlan
-from squall.spark.coresource import read_spout_stats, write_outcome
-from squall.spark.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.offsets import OffsetLog
-from squall.spark.retries import BatchRetries
-from squall.spark.runner import BatchFigures
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.taskstate import CORE_SCHEMA, collection_paused
+from squall.spark.control.capacity import CapacityWindow
+from squall.spark.execute.batchrunner import BatchFigures
+from squall.spark.execute.bolttasks import ReportsParam, stage_function, tick_packets
+from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
+from squall.spark.execute.retries import BatchRetries
+from squall.spark.execute.taskstate import CORE_SCHEMA, collection_paused
+from squall.spark.plan.core import BoltStagePlan, CorePlan
+from squall.spark.sources.coresource import read_spout_stats, write_outcome
+from squall.spark.sources.offsets import OffsetLog
+from squall.spark.sources.spoutlog import SpoutLog
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
 SPOUTS = "$spouts"
@@ -232,7 +232,7 @@ class CoreRunner:
 
     def component_stats(self) -> dict[str, ComponentStats]:
         """Metrics of every spout and bolt so far; a bolt's capacity is its busiest
-        task's (see :mod:`squall.spark.capacity`)."""
+        task's (see :mod:`squall.spark.control.capacity`)."""
         core = self.core
         components: dict[str, ComponentStats] = {}
         for component_id in core.spouts:

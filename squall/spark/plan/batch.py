@@ -19,7 +19,7 @@ from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
-from squall.spark.pickling import check_picklable
+from squall.spark.plan.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
 from squall.trident.spouts import (

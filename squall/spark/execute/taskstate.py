@@ -34,7 +34,7 @@ from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import build_routes
-from squall.spark.coreplan import LEDGER_TASK, CorePlan
+from squall.spark.plan.core import LEDGER_TASK, CorePlan
 
 #: Row schema of the data of a core topology on Spark.
 CORE_SCHEMA = "dest int, target int, stream string, source_task int, tuples binary"

@@ -5,7 +5,7 @@ for the component's tasks, and each task in the partition runs its packets' tupl
 through the engine-neutral ``BoltRunner`` (the local engine's: the same fail-on-
 exception, acking and metrics). A task is prepared once per process and kept warm
 between micro-batches while Spark reuses the Python worker; after each batch its state
-is snapshotted (see ``squall.spark.taskstate``), so a task that runs a batch again, or
+is snapshotted (see ``squall.spark.execute.taskstate``), so a task that runs a batch again, or
 runs in another worker, starts from the state before that batch.
 
 What a task acked (the XOR of its acks per root id) and failed is sent to the driver
@@ -29,7 +29,7 @@ from squall.local.tasks import BoltRunner
 from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
-from squall.spark.taskstate import (
+from squall.spark.execute.taskstate import (
     CoreSetup,
     Packet,
     SnapshotStore,
@@ -46,7 +46,7 @@ from squall.spark.taskstate import (
     unpack,
     wire_task,
 )
-from squall.spark.workerprocess import prepare_process
+from squall.spark.runtime.workerprocess import prepare_process
 
 logger = logging.getLogger("squall")
 
