@@ -317,7 +317,7 @@ def test_a_shuffled_batch_reaches_tasks_in_even_shares_without_an_exchange(
         assert cluster.wait_idle("rr")
         running = cluster._get("rr").queries[0]
         stage = running.plan.segments[0]
-        assert running.runner._aligned(stage, {"numbers": range(0, 1)})
+        assert running.driver.pipeline._aligned(stage, {"numbers": range(0, 1)})
     finally:
         cluster.shutdown()
     seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())

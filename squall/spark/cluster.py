@@ -24,9 +24,11 @@ from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.spark.execute.batchbolts import forget as forget_batch_bolts
-from squall.spark.execute.batchrunner import BatchRunner
+from squall.spark.execute.batchpipeline import BatchPipeline
 from squall.spark.execute.bolttasks import forget as forget_bolt_tasks
-from squall.spark.execute.corerunner import CoreRunner
+from squall.spark.execute.corepipeline import CorePipeline
+from squall.spark.execute.driver import MicroBatchDriver
+from squall.spark.execute.figures import BatchFigures
 from squall.spark.execute.stages import forget
 from squall.spark.execute.taskstate import CoreSetup, write_setup
 from squall.spark.plan.batch import QueryPlan, SourcePlan, query_plans
@@ -54,9 +56,11 @@ class _Query:
 
     plan: QueryPlan | None
     query: Any
-    runner: BatchRunner | CoreRunner
+    driver: MicroBatchDriver
     directory: str
     core: CorePlan | None = None
+    #: A core query's set-up file (its tasks' workers cache it by path).
+    setup_path: str | None = None
     #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
     waiter: _AvailableWaiter | None = None
     #: The last micro-batch its checkpoint had committed when it started (it resumed
@@ -261,23 +265,22 @@ class SparkCluster(TopologyRegistry[_Running]):
                     reader = reader.option("drpc_token", token)
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = BatchRunner(
-            plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint), self.clock
-        )
+        pipeline = BatchPipeline(plan, conf, run_key, self.spark, logs)
+        driver = MicroBatchDriver(pipeline, OffsetLog(checkpoint), conf, name, self.clock)
         interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         assert frame is not None
         query = (
-            frame.writeStream.foreachBatch(runner)
+            frame.writeStream.foreachBatch(driver)
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{interval} milliseconds")
             .queryName(f"squall-{name}-{plan.key.replace('/', '_')}")
             .start()
         )
-        return _Query(plan, query, runner, directory, resumed_from_batch=resumed_from)
+        return _Query(plan, query, driver, directory, resumed_from_batch=resumed_from)
 
     def _start_core_query(self, name: str, core: CorePlan, run_key: str) -> _Query:
         """Start the streaming query of a core topology: one source per spout, their
-        packets unioned, each micro-batch run by a ``CoreRunner``."""
+        packets unioned, each micro-batch run by a ``CorePipeline``."""
         directory = os.path.join(self.checkpoint_dir, name, "core")
         os.makedirs(directory, exist_ok=True)
         pause_file = os.path.join(directory, "paused")
@@ -323,19 +326,20 @@ class SparkCluster(TopologyRegistry[_Running]):
                 reader = reader.option("ticks", str(tick_secs))
             loaded = reader.load()
             frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = CoreRunner(
-            core, setup_path, self.spark, logs, OffsetLog(checkpoint), stats_paths, self.clock
-        )
+        pipeline = CorePipeline(core, setup_path, self.spark, logs, stats_paths)
+        driver = MicroBatchDriver(pipeline, OffsetLog(checkpoint), core.conf, name, self.clock)
         interval = int(core.conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
         assert frame is not None
         query = (
-            frame.writeStream.foreachBatch(runner)
+            frame.writeStream.foreachBatch(driver)
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime=f"{interval} milliseconds")
             .queryName(f"squall-{name}-core")
             .start()
         )
-        return _Query(None, query, runner, directory, core, resumed_from_batch=resumed_from)
+        return _Query(
+            None, query, driver, directory, core, setup_path, resumed_from_batch=resumed_from
+        )
 
     def _drpc_address(
         self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
@@ -396,7 +400,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             if item.query.isActive or item.query.exception() is not None:
                 # The query failed: reported by get_topology_info.
                 running.status = "FAILED"
-                item.runner.figures.record(waiter.error)
+                item.driver.figures.record(waiter.error)
             return False
         return True
 
@@ -413,7 +417,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 exception = item.query.exception()
                 if exception is not None:
                     running.status = "FAILED"
-                    item.runner.figures.record(exception)
+                    item.driver.figures.record(exception)
                 return False
             polls = [read_poll(path) for path in paths]
             if all(
@@ -451,11 +455,11 @@ class SparkCluster(TopologyRegistry[_Running]):
             for item in running.queries:
                 if item.core is not None:
                     self._close_spouts(item)
-                item.runner.attempts.stop()  # an interrupted batch is not run again
+                item.driver.stop()  # an interrupted batch is not run again
                 item.query.stop()
-                if isinstance(item.runner, CoreRunner):
+                if item.setup_path is not None:
                     # Gone: workers drop this run's live tasks (see bolttasks.live_bolt).
-                    os.remove(item.runner.setup_path)
+                    os.remove(item.setup_path)
         finally:
             for bridge in running.bridges:
                 bridge.stop()
@@ -495,38 +499,11 @@ class SparkCluster(TopologyRegistry[_Running]):
         components: dict[str, ComponentStats] = {}
         per_query: dict[str, Any] = {}
         for item in running.queries:
-            figures = item.runner.figures
             if not item.query.isActive:
                 status = "FAILED" if item.query.exception() else "KILLED"
-            if isinstance(item.runner, CoreRunner):
-                components.update(item.runner.component_stats())
-                per_query["core"] = _batch_figures(figures, item.resumed_from_batch)
-                continue
-            assert item.plan is not None
-            for source in item.plan.sources:
-                components[source.component_id] = ComponentStats(
-                    source.component_id,
-                    "spout",
-                    [0],
-                    emitted=item.runner.emitted[source.component_id],
-                    errors=list(figures.errors),
-                    errors_total=len(figures.errors),
-                )
-            for segment in item.plan.segments:
-                executed, emitted, transferred, seconds = item.runner.component_figures(
-                    segment.component_id
-                )
-                components[segment.component_id] = ComponentStats(
-                    segment.component_id,
-                    "bolt",
-                    list(range(segment.tasks)),
-                    emitted=int(emitted),
-                    transferred=int(transferred),
-                    executed=int(executed),
-                    execute_latency_ms=seconds * 1000.0 / executed if executed else 0.0,
-                    capacity=item.runner.capacity.capacity(segment.component_id, segment.tasks),
-                )
-            per_query[item.plan.key] = _batch_figures(figures, item.resumed_from_batch)
+            components.update(item.driver.component_stats())
+            key = "core" if item.plan is None else item.plan.key
+            per_query[key] = _batch_figures(item.driver.figures, item.resumed_from_batch)
         first = next(iter(per_query.values()))
         extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
         resources = self.resources.line()
@@ -558,7 +535,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
 
-def _batch_figures(figures: Any, resumed_from_batch: int | None) -> dict[str, Any]:
+def _batch_figures(figures: BatchFigures, resumed_from_batch: int | None) -> dict[str, Any]:
     """What ``get_topology_info`` reports about a query's micro-batches (with
     ``resumed_from_batch`` if the query resumed from its checkpoint)."""
     resumed = {} if resumed_from_batch is None else {"resumed_from_batch": resumed_from_batch}

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.spark.execute.figures import ReportKey
 from squall.spark.execute.stages import Emit, Row, TaskView, arrow_function, route_emits
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
@@ -59,6 +60,7 @@ class BatchBoltStage:
     ) -> None:
         self.plan = plan
         self.attempt = TransactionAttempt(txid, attempt)
+        self.attempt_number = attempt
         self.conf = conf
         self.run_key = run_key
         #: Emit calls of the last ``run_partition``.
@@ -100,9 +102,14 @@ class BatchBoltStage:
         self.emitted = len(collector.emits)
         return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
 
-    def arrow_function(self, figures: Any = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+        txid = self.attempt.transaction_id
+        return ReportKey(txid - 1, self.attempt_number, self.plan.component_id, partition)
+
+    def arrow_function(self, reports: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        return arrow_function(self, figures)
+        return arrow_function(self, reports)
 
 
 def forget(run_key: str) -> None:

@@ -23,12 +23,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pyspark.accumulators import AccumulatorParam
-
 from squall.local.tasks import BoltRunner
 from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
+from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.taskstate import (
     CoreSetup,
     Packet,
@@ -55,22 +54,6 @@ _LIVE: dict[tuple[str, str, int], LiveBolt] = {}
 
 #: ``last_batch`` of a task interrupted in a batch: whatever comes next restores.
 _PARTIAL = -(2**62)
-
-ReportKey = tuple[int, int, str, int]
-"""``(batch id, attempt, component id, task index)``."""
-
-
-class ReportsParam(AccumulatorParam):
-    """Task reports by key: merging replaces (a Spark task run twice reports once)."""
-
-    def zero(self, value: dict[ReportKey, dict[str, Any]]) -> dict[ReportKey, dict[str, Any]]:
-        return {}
-
-    def addInPlace(
-        self, value1: dict[ReportKey, dict[str, Any]], value2: dict[ReportKey, dict[str, Any]]
-    ) -> dict[ReportKey, dict[str, Any]]:
-        value1.update(value2)
-        return value1
 
 
 class LiveBolt:
@@ -143,7 +126,7 @@ class LiveBolt:
         self.store.write(batch_id, pickle.dumps({"component": component, "routes": routes}))
         self.last_batch = batch_id
 
-    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], dict[str, Any]]:
+    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], TaskReport]:
         """Execute ``tuples`` (ticks first) as batch ``batch_id``; return the packets
         emitted and the task's report (ledger and metrics of this batch)."""
         self._ensure(batch_id)
@@ -167,25 +150,23 @@ class LiveBolt:
         errors = list(stats.errors)
         stats.errors.clear()
         metrics = getattr(runner.component, "metrics", None)
-        report = {
-            "acks": acks,
-            "fails": fails,
-            "executed": stats.executed - counters[0],
-            "acked": stats.acked - counters[1],
-            "failed": stats.failed - counters[2],
-            "errors_total": stats.errors_total - counters[3],
-            "errors": errors,
-            "busy_secs": stats.busy_secs - busy,
-            "process_secs": stats.process_secs - process_secs,
-            "process_count": stats.process_count - process_count,
-            "streams": {
+        figures = TaskFigures(
+            executed=stats.executed - counters[0],
+            acked=stats.acked - counters[1],
+            failed=stats.failed - counters[2],
+            errors_total=stats.errors_total - counters[3],
+            errors=errors,
+            busy_secs=stats.busy_secs - busy,
+            process_secs=stats.process_secs - process_secs,
+            process_count=stats.process_count - process_count,
+            streams={
                 s: (r.emitted - streams[s][0], r.transferred - streams[s][1])
                 for s, r in self.routes.items()
                 if r.emitted != streams[s][0]
             },
-            "custom": dict(metrics()) if callable(metrics) else {},
-        }
-        return packets, report
+            custom=dict(metrics()) if callable(metrics) else {},
+        )
+        return packets, TaskReport(figures, acks, fails)
 
 
 #: The set-up file of each run with live tasks in this process.
@@ -246,7 +227,7 @@ def stage_function(
                     entries = by_task[target] = []
                 entries.append((stream, source, blob))
         packets: list[Packet] = []
-        produced: dict[ReportKey, dict[str, Any]] = {}
+        produced: Reports = {}
         for target in sorted(by_task):
             entries = sorted(by_task[target], key=lambda e: e[0] != TICK_STREAM)
             tuples: list[Tuple] = []
@@ -258,7 +239,7 @@ def stage_function(
                 tuples.extend(unpack(blob, info, source))
             emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
             packets.extend(emitted)
-            produced[(batch_id, attempt, component_id, target)] = report
+            produced[ReportKey(batch_id, attempt, component_id, target)] = report
         if produced:
             reports.add(produced)
         return packets_to_arrow(packets, pa)
@@ -279,4 +260,4 @@ def forget(run_key: str) -> None:
         _LIVE.pop(key).runner.stop()
 
 
-__all__ = ["LiveBolt", "ReportsParam", "stage_function", "tick_packets"]
+__all__ = ["LiveBolt", "stage_function", "tick_packets"]

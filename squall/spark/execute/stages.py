@@ -25,7 +25,7 @@ from squall.runtime.routing import (
     PartialKeyRouter,
     ShuffleRouter,
 )
-from squall.spark.execute.figures import add
+from squall.spark.execute.figures import ReportKey, TaskFigures, TaskReport
 from squall.spark.plan.batch import Edge, SegmentPlan
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
@@ -101,7 +101,7 @@ def aligned(edge: Edge, slices: int) -> bool:
     task ``i`` along ``edge``: a spreading grouping over as many tasks as slices. Slices
     are contiguous parts of the batch of (nearly) equal size, so each task gets an even
     share in emit order, and the stage reading such an edge needs no exchange (see
-    ``BatchRunner``)."""
+    ``BatchPipeline``)."""
     return edge.kind in SPREADING and edge.tasks == slices
 
 
@@ -276,9 +276,13 @@ class SegmentStage:
         self.emitted = len(outputs.items)
         return routed
 
-    def arrow_function(self, figures: Any = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+        return ReportKey(self.txid - 1, self.attempt, self.plan.component_id, partition)
+
+    def arrow_function(self, reports: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
         """The ``mapInArrow`` function running this stage on executors."""
-        return arrow_function(self, figures)
+        return arrow_function(self, reports)
 
 
 class PartitionRunner(Protocol):
@@ -289,24 +293,27 @@ class PartitionRunner(Protocol):
     def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
         """Process ``(port, pickled values)`` rows as one batch; the routed output."""
 
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+
 
 def timed_run(
-    stage: PartitionRunner, partition: int, pairs: list[tuple[str, bytes]], figures: Any
+    stage: PartitionRunner, partition: int, pairs: list[tuple[str, bytes]], reports: Any
 ) -> list[Row]:
-    """``stage.run_partition``, its counts and time added to ``figures`` (when given:
-    an accumulator or a driver-side list, see ``squall.spark.execute.figures``)."""
+    """``stage.run_partition``; its counts and time are added to ``reports`` (the
+    accumulator of task reports, on an executor or the driver)."""
     started = time.perf_counter()
     rows = stage.run_partition(partition, pairs)
-    if figures is not None:
-        add(figures, len(pairs), stage.emitted, len(rows), time.perf_counter() - started)
+    figures = TaskFigures(len(pairs), stage.emitted, len(rows), time.perf_counter() - started)
+    reports.add({stage.report_key(partition): TaskReport(figures)})
     return rows
 
 
 def arrow_function(
-    stage: PartitionRunner, figures: Any = None
+    stage: PartitionRunner, reports: Any
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function running ``stage`` on executors: Spark partition
-    ``i`` is task ``i``; counts go to the accumulator ``figures``.
+    ``i`` is task ``i``; its report goes to the accumulator ``reports``.
 
     Raises:
         RuntimeError: a row's target task is not the partition it arrived in (rows
@@ -335,7 +342,7 @@ def arrow_function(
                 pairs.extend(zip(repeat(ports[0].as_py(), len(values)), values, strict=True))
             else:
                 pairs.extend(zip(batch.column("port").to_pylist(), values, strict=True))
-        yield rows_to_arrow(timed_run(stage, partition, pairs, figures), pa)
+        yield rows_to_arrow(timed_run(stage, partition, pairs, reports), pa)
 
     return run
 

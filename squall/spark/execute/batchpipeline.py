@@ -1,31 +1,28 @@
-"""The driver side of a micro-batch: run every stage of the query's plan in order."""
+"""How a Trident or transactional query's micro-batch runs, on the driver: every stage
+of the query's plan in order (the pipeline the ``foreachBatch`` driver of
+``execute.driver`` runs it with)."""
 
 from __future__ import annotations
 
-import time
-import traceback
-from collections import defaultdict, deque
+from collections import defaultdict
+from collections.abc import Hashable
 from functools import reduce
 from typing import Any
 
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
-from squall.runtime.metrics import ErrorInfo
+from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.execute.batchbolts import BatchBoltStage
-from squall.spark.execute.figures import Figures, FiguresParam, zero
+from squall.spark.execute.driver import Ranges, reports_accumulator
+from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.execute.retries import BatchRetries
 from squall.spark.execute.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
 from squall.spark.plan.batch import QueryPlan, SegmentPlan
-from squall.spark.sources.offsets import OffsetLog
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
 from squall.trident.state.memory_state import MemoryMapStateFactory
 
-#: Batches whose durations ``get_topology_info`` summarizes (median).
-RECENT_BATCHES = 100
 #: Source kinds whose batches are emitted on executors (while the frame is computed).
 EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
 #: The frame key of a query's sources (one frame: the union of their rows).
@@ -74,45 +71,14 @@ class DRPCReturns:
             self.drpc.result(request_id, result)
 
 
-class BatchFigures:
-    """What ``get_topology_info`` reports about micro-batches."""
+class BatchPipeline:
+    """How a micro-batch of a Trident or transactional query runs, on the driver (the
+    ``Pipeline`` of its :class:`~squall.spark.execute.driver.MicroBatchDriver`).
 
-    def __init__(self) -> None:
-        self.batches = 0
-        self.last_batch_id: int | None = None
-        self.last_rows = 0
-        self.last_duration_ms = 0.0
-        self.rows_total = 0
-        self.retries = 0
-        self.errors: list[ErrorInfo] = []
-        #: Durations of the most recent batches, milliseconds.
-        self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
-
-    def record(self, exc: BaseException) -> None:
-        """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""
-        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.errors.append(
-            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
-        )
-        del self.errors[:-10]
-
-    def finished(self, batch_id: int, rows: int, duration_ms: float) -> None:
-        """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``."""
-        self.batches += 1
-        self.last_batch_id = batch_id
-        self.last_rows = rows
-        self.rows_total += rows
-        self.last_duration_ms = duration_ms
-        self.recent_ms.append(duration_ms)
-
-
-class BatchRunner:
-    """The ``foreachBatch`` function of a query (Trident or transactional) on Spark.
-
-    Batch ``batch_id`` is transaction ``batch_id + 1``. A failed batch is run again, up
-    to ``topology.spark.batch.retries`` times, under the same txid (transactional and
-    opaque state apply it once), each time after the back-off of
-    :class:`~squall.spark.retries.BatchRetries` on ``clock``.
+    Batch ``batch_id`` is transaction ``batch_id + 1``; an attempt run again keeps the
+    txid (transactional and opaque state apply it once). A DRPC stream's micro-batch
+    holds one request: one whose attempts all fail is failed alone (its client gets the
+    error) and the stream goes on.
     """
 
     def __init__(
@@ -122,28 +88,18 @@ class BatchRunner:
         run_key: str,
         spark: Any,
         logs: dict[str, SpoutLog],
-        offsets: OffsetLog,
-        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.plan = plan
         self.logs = logs
-        self.offsets = offsets
         self.conf = conf
         self.run_key = run_key
         self.spark = spark
-        self.figures = BatchFigures()
+        self.reports = reports_accumulator(spark)
         self.emitted: dict[str, int] = {source.component_id: 0 for source in plan.sources}
-        #: Per stage: an accumulator its executor tasks add to, and the driver's figures
-        #: (driver-side stages add there; accumulated values are added after a batch).
-        self.accumulators = {
-            s.component_id: spark.sparkContext.accumulator(zero(), FiguresParam())
-            for s in plan.segments
-        }
-        self.stage_figures: dict[str, Figures] = {s.component_id: zero() for s in plan.segments}
-        #: Per stage: its tasks' seconds (summed) over the recent batches' wall time.
-        self.capacity = CapacityWindow()
-        topology = run_key.rsplit("-", 1)[0]  # the run key is "<topology name>-<uuid>"
-        self.attempts = BatchRetries(conf, self.figures, clock, f"topology {topology!r}")
+        #: Per stage: the figures of its tasks, summed over tasks and micro-batches.
+        self.totals: dict[str, TaskFigures] = {s.component_id: TaskFigures() for s in plan.segments}
+        #: The DRPC request of each micro-batch being run (a DRPC stream's query).
+        self.requests: dict[int, str] = {}
         self.returns: DRPCReturns | None = None
         drpc = plan.drpc
         if drpc is not None:
@@ -153,46 +109,80 @@ class BatchRunner:
                     if isinstance(processor, DRPCReturnProcessor):
                         processor.resolver = self.returns
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
-        started = time.perf_counter()
-        ranges = self.offsets.ranges(batch_id)
-        request_id = ""
+    def admits(self, batch_id: int, ranges: Ranges) -> bool:
+        """Every micro-batch runs, except a DRPC stream's without a request."""
         drpc = self.plan.drpc
-        if self.returns is not None and drpc is not None:  # a DRPC batch: one request
-            indexes = ranges.get(drpc.component_id, range(0))
-            if not indexes:
-                return
-            request_id = self.logs[drpc.component_id].meta(indexes[-1])
+        if self.returns is None or drpc is None:
+            return True
+        indexes = ranges.get(drpc.component_id, range(0))
+        if not indexes:
+            return False
+        self.requests[batch_id] = self.logs[drpc.component_id].meta(indexes[-1])
+        return True
 
-        def attempt(number: int) -> None:
-            if self.returns is not None:
-                self.returns.requests[batch_id + 1] = request_id
-            for source in self.plan.sources:  # emitters on executors read it
-                for index in ranges.get(source.component_id, range(0)):
-                    self.logs[source.component_id].set_attempt(index, number)
-            self._run(frame, batch_id, ranges, number)
+    def run_attempt(self, frame: Any, batch_id: int, ranges: Ranges, attempt: int) -> None:
+        """Note the attempt for the emitters on executors, then run every stage."""
+        if self.returns is not None:
+            self.returns.requests[batch_id + 1] = self.requests.get(batch_id, "")
+        for source in self.plan.sources:  # emitters on executors read it
+            for index in ranges.get(source.component_id, range(0)):
+                self.logs[source.component_id].set_attempt(index, attempt)
+        self._run(frame, batch_id, ranges, attempt)
 
-        try:
-            self.attempts.run(batch_id, attempt)
-        except Exception as exc:
-            if self.returns is None or self.attempts.stopping:
-                raise
-            # A DRPC request fails alone: its client gets the error, the stream goes on
-            # with the next request.
-            self.returns.requests.pop(batch_id + 1, None)
-            self.returns.drpc.fail_request(request_id, f"{type(exc).__name__}: {exc}")
-        rows = self._count(ranges)
-        seconds = time.perf_counter() - started
-        self.figures.finished(batch_id, rows, seconds * 1000.0)
-        self.capacity.record(
-            seconds, {cid: self.component_figures(cid)[3] for cid in self.stage_figures}
-        )
+    def settle(self, batch_id: int, ranges: Ranges, reports: Reports) -> None:
+        """Add the stages' reports to their totals."""
+        for key, report in reports.items():
+            self.totals[key.component_id].add(report.figures)
 
-    def component_figures(self, component_id: str) -> Figures:
-        """``[executed, emitted, transferred, seconds]`` of a stage so far."""
-        on_driver = self.stage_figures[component_id]
-        on_executors = self.accumulators[component_id].value
-        return [a + b for a, b in zip(on_driver, on_executors, strict=True)]
+    def absorbs(self, batch_id: int, error: Exception) -> bool:
+        """A DRPC request fails alone: its client gets the error, the stream goes on
+        with the next request. Any other query stops."""
+        if self.returns is None:
+            return False
+        self.returns.requests.pop(batch_id + 1, None)
+        request_id = self.requests.get(batch_id, "")
+        self.returns.drpc.fail_request(request_id, f"{type(error).__name__}: {error}")
+        return True
+
+    def finish(self, batch_id: int, ranges: Ranges) -> int:
+        """The tuples the sources emitted in this batch (added to ``emitted``)."""
+        self.requests.pop(batch_id, None)
+        return self._count(ranges)
+
+    def busy(self) -> dict[Hashable, float]:
+        """Busy seconds so far per stage (its tasks' summed)."""
+        return {cid: totals.busy_secs for cid, totals in self.totals.items()}
+
+    def component_stats(
+        self, capacity: CapacityWindow, figures: BatchFigures
+    ) -> dict[str, ComponentStats]:
+        """The sources' emitted tuples (with the errors of failed micro-batches) and
+        every stage's figures and capacity (its tasks' time over the recent
+        micro-batches' time multiplied by its tasks)."""
+        components: dict[str, ComponentStats] = {}
+        for source in self.plan.sources:
+            components[source.component_id] = ComponentStats(
+                source.component_id,
+                "spout",
+                [0],
+                emitted=self.emitted[source.component_id],
+                errors=list(figures.errors),
+                errors_total=len(figures.errors),
+            )
+        for segment in self.plan.segments:
+            totals = self.totals[segment.component_id]
+            executed = totals.executed
+            components[segment.component_id] = ComponentStats(
+                segment.component_id,
+                "bolt",
+                list(range(segment.tasks)),
+                emitted=totals.emitted,
+                transferred=totals.transferred,
+                executed=executed,
+                execute_latency_ms=totals.busy_secs * 1000.0 / executed if executed else 0.0,
+                capacity=capacity.capacity(segment.component_id, segment.tasks),
+            )
+        return components
 
     def _count(self, ranges: dict[str, range]) -> int:
         """Tuples the sources emitted in this batch (added to ``emitted``)."""
@@ -274,10 +264,9 @@ class BatchRunner:
                 for row in inputs.select("port", "target", "values").collect():  # driver
                     by_partition[row["target"]].append((row["port"], row["values"]))
                 produced = []
-                figures = self.stage_figures[segment.component_id]
                 for partition in range(segment.tasks):
                     pairs = by_partition.get(partition, [])
-                    produced.extend(timed_run(stage, partition, pairs, figures))
+                    produced.extend(timed_run(stage, partition, pairs, self.reports))
                 if segment.outputs:
                     frames[segment.component_id] = self.spark.createDataFrame(
                         [(*row, "") for row in produced], STAGE_SCHEMA
@@ -285,8 +274,7 @@ class BatchRunner:
                 continue
             if not self._aligned(segment, ranges):
                 inputs = inputs.repartitionById(segment.tasks, "target")
-            accumulator = self.accumulators[segment.component_id]
-            output = inputs.mapInArrow(stage.arrow_function(accumulator), STAGE_SCHEMA)
+            output = inputs.mapInArrow(stage.arrow_function(self.reports), STAGE_SCHEMA)
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:
