@@ -11,13 +11,15 @@ batch's ``TransactionAttempt`` back in front.
 from __future__ import annotations
 
 import copy
-import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.spark.execute.figures import ReportKey
-from squall.spark.execute.stages import Emit, Row, TaskView, arrow_function, route_emits
+from squall.spark.execute.packets import Packet, unpack_values
+from squall.spark.execute.routing import Emit, route_emits
+from squall.spark.execute.stages import arrow_function
+from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 
@@ -36,14 +38,14 @@ class BatchEmits:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` (first value: the batch's attempt) on ``stream``."""
-        self.emits.append((stream, list(values[1:]), None))
+        self.emits.append(Emit(stream, list(values[1:]), None))
         return []
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
     ) -> None:
         """Emit ``values`` to task ``task_id`` (a task index) on a direct stream."""
-        self.emits.append((stream, list(values[1:]), task_id))
+        self.emits.append(Emit(stream, list(values[1:]), task_id))
 
     def report_error(self, error: BaseException | str) -> None:
         """Fail the batch with ``error`` (it is run again)."""
@@ -63,7 +65,8 @@ class BatchBoltStage:
         self.attempt_number = attempt
         self.conf = conf
         self.run_key = run_key
-        #: Emit calls of the last ``run_partition``.
+        #: Tuples in and emit calls of the last ``run_partition``.
+        self.executed = 0
         self.emitted = 0
 
     def _view(self, partition: int) -> TaskView:
@@ -80,9 +83,9 @@ class BatchBoltStage:
             prepared = _PREPARED[key] = (view, plan.segment.bolt)
         return prepared[0]
 
-    def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
+    def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Run the bolt's instance for this batch over one partition's tuples; return
-        the routed output rows."""
+        the routed output."""
         plan = self.plan
         view = self._view(partition)
         declared = plan.segment.bolt
@@ -91,14 +94,18 @@ class BatchBoltStage:
         collector = BatchEmits(plan.component_id)
         attempt = self.attempt
         bolt.prepare(self.conf, view, collector, attempt)
-        infos: dict[str, StreamInfo] = {}
-        for port, blob in rows:
+        infos: dict[tuple[str, str], StreamInfo] = {}
+        executed = 0
+        for packet in packets:
+            port = (packet.source, packet.stream)
             info = infos.get(port)
             if info is None:
-                source, _, stream = port.partition("|")
-                info = infos[port] = StreamInfo(source, stream, plan.input_fields[(source, stream)])
-            bolt.execute(Tuple([attempt, *pickle.loads(blob)], info, -1))
+                info = infos[port] = StreamInfo(*port, plan.input_fields[port])
+            executed += packet.size
+            for values in unpack_values(packet.tuples):
+                bolt.execute(Tuple([attempt, *values], info, -1))
         bolt.finish_batch()
+        self.executed = executed
         self.emitted = len(collector.emits)
         return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
 

@@ -15,7 +15,9 @@ from squall.spark.execute.batchbolts import BatchBoltStage
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.execute.stages import STAGE_SCHEMA, SegmentStage, aligned, timed_run
+from squall.spark.execute.packets import PACKET_SCHEMA, Packet
+from squall.spark.execute.routing import aligned
+from squall.spark.execute.stages import SegmentStage, timed_run
 from squall.spark.plan.batch import QueryPlan, SegmentPlan
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
@@ -260,21 +262,22 @@ class BatchPipeline:
             )
             stage = make_stage(segment, txid, self.conf, self.run_key, attempt)
             if runs_on_driver(segment):
-                by_partition: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
-                for row in inputs.select("port", "target", "values").collect():  # driver
-                    by_partition[row["target"]].append((row["port"], row["values"]))
-                produced = []
+                by_partition: dict[int, list[Packet]] = defaultdict(list)
+                for row in inputs.collect():  # on the driver
+                    packet = Packet(*row)
+                    by_partition[packet.target].append(packet)
+                produced: list[Packet] = []
                 for partition in range(segment.tasks):
-                    pairs = by_partition.get(partition, [])
-                    produced.extend(timed_run(stage, partition, pairs, self.reports))
+                    packets = by_partition.get(partition, [])
+                    produced.extend(timed_run(stage, partition, packets, self.reports))
                 if segment.outputs:
                     frames[segment.component_id] = self.spark.createDataFrame(
-                        [(*row, "") for row in produced], STAGE_SCHEMA
+                        produced, PACKET_SCHEMA
                     )
                 continue
             if not self._aligned(segment, ranges):
                 inputs = inputs.repartitionById(segment.tasks, "target")
-            output = inputs.mapInArrow(stage.arrow_function(self.reports), STAGE_SCHEMA)
+            output = inputs.mapInArrow(stage.arrow_function(self.reports), PACKET_SCHEMA)
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)
             else:

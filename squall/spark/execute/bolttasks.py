@@ -24,25 +24,29 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from squall.local.tasks import BoltRunner
-from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
+from squall.spark.execute.packets import (
+    NO_TASK,
+    Packet,
+    pack_values,
+    packets_from_arrow,
+    packets_to_arrow,
+    unpack,
+)
 from squall.spark.execute.taskstate import (
     CoreSetup,
-    Packet,
     SnapshotStore,
     collection_paused,
     forget_setup,
     load_setup,
-    pack,
-    packets_to_arrow,
     picklable_state,
     restore_routes,
     restore_state,
     routes_state,
     task_directory,
-    unpack,
     wire_task,
 )
 from squall.spark.runtime.workerprocess import prepare_process
@@ -211,32 +215,27 @@ def stage_function(
 
         setup = load_setup(setup_path)
         forget_finished_runs(setup.run_key, setup_path)
-        core = setup.core
-        task_component = core.plan.task_component
-        infos = core.infos
-        by_task: dict[int, list[tuple[str, int, bytes]]] = {}
+        infos = setup.core.infos
+        by_task: dict[int, list[Packet]] = {}
         for batch in batches:
             if not batch.num_rows:
                 continue
-            columns = [batch.column(name).to_pylist() for name in ("target", "stream")]
-            sources = batch.column("source_task").to_pylist()
-            blobs = batch.column("tuples").to_pylist()
-            for target, stream, source, blob in zip(*columns, sources, blobs, strict=True):
-                entries = by_task.get(target)
+            for packet in packets_from_arrow(batch):
+                entries = by_task.get(packet.target)
                 if entries is None:
-                    entries = by_task[target] = []
-                entries.append((stream, source, blob))
+                    entries = by_task[packet.target] = []
+                entries.append(packet)
         packets: list[Packet] = []
         produced: Reports = {}
         for target in sorted(by_task):
-            entries = sorted(by_task[target], key=lambda e: e[0] != TICK_STREAM)
+            entries = sorted(by_task[target], key=lambda p: p.stream != TICK_STREAM)
             tuples: list[Tuple] = []
-            for stream, source, blob in entries:
-                if stream == TICK_STREAM:
+            for packet in entries:
+                if packet.stream == TICK_STREAM:
                     info = TICK_STREAM_INFO
                 else:
-                    info = infos[(task_component[source], stream)]
-                tuples.extend(unpack(blob, info, source))
+                    info = infos[(packet.source, packet.stream)]
+                tuples.extend(unpack(packet.tuples, info, packet.source_task))
             emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
             packets.extend(emitted)
             produced[ReportKey(batch_id, attempt, component_id, target)] = report
@@ -249,8 +248,11 @@ def stage_function(
 
 def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]:
     """A tick tuple for each task of a stage, as packets."""
-    blob = pack([[rate_secs]], [None])
-    return [(stage_index, task, TICK_STREAM, -1, blob) for task in range(tasks)]
+    blob = pack_values([[rate_secs]])
+    return [
+        Packet(stage_index, task, SYSTEM_COMPONENT, TICK_STREAM, NO_TASK, 1, blob)
+        for task in range(tasks)
+    ]
 
 
 def forget(run_key: str) -> None:

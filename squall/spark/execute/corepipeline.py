@@ -30,7 +30,8 @@ from squall.spark.execute.bolttasks import stage_function, tick_packets
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.execute.taskstate import CORE_SCHEMA, collection_paused
+from squall.spark.execute.packets import PACKET_SCHEMA
+from squall.spark.execute.taskstate import collection_paused
 from squall.spark.plan.core import BoltStagePlan, CorePlan
 from squall.spark.sources.coresource import read_spout_stats, write_outcome
 from squall.spark.sources.spoutlog import SpoutLog
@@ -187,7 +188,7 @@ class CorePipeline:
             rate = ticks.get(stage.component_id)
             if rate is not None:
                 packets = tick_packets(stage.index, stage.tasks, rate)
-                parts.append(self.spark.createDataFrame(packets, CORE_SCHEMA))
+                parts.append(self.spark.createDataFrame(packets, PACKET_SCHEMA))
             if not parts:
                 continue
             inputs = reduce(DataFrame.unionAll, parts)
@@ -196,7 +197,7 @@ class CorePipeline:
             function = stage_function(
                 self.setup_path, stage.component_id, batch_id, attempt, self.reports
             )
-            output = inputs.mapInArrow(function, CORE_SCHEMA)
+            output = inputs.mapInArrow(function, PACKET_SCHEMA)
             count = readers.get(stage.component_id, 0)
             if count == 0:
                 terminal.append(output)

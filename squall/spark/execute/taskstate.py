@@ -1,10 +1,8 @@
 """What spout and bolt tasks on Spark share: their set-up, their outboxes, the packets
 their tuples travel in, and snapshots of their state.
 
-Tuples move between stages in *packets*: one row per (target task, stream, source
-task) holding the pickled values and root/edge ids of up to ``PACKET_TUPLES`` tuples
-(see :func:`pack`), so a micro-batch of a million tuples is a few hundred rows for
-Spark to move, not a million.
+A task's outboxes are drained into packets (see ``execute.packets``): one per (target
+task, stream, emitting task) and up to ``PACKET_TUPLES`` tuples.
 
 A task's snapshot is its component object pickled after a batch, with the engine's
 objects (collector, context) left out as references and re-bound when it is restored,
@@ -20,30 +18,22 @@ import io
 import os
 import pickle
 import re
-from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import cloudpickle
 
 from squall.model.config import Config, component_config
-from squall.model.tuple import Tuple
+from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import build_routes
+from squall.spark.execute.packets import PACKET_TUPLES, Packet, pack
 from squall.spark.plan.core import LEDGER_TASK, CorePlan
 
-#: Row schema of the data of a core topology on Spark.
-CORE_SCHEMA = "dest int, target int, stream string, source_task int, tuples binary"
-#: Tuples per packet at most.
-PACKET_TUPLES = 8192
 PICKLE = pickle.HIGHEST_PROTOCOL
-
-Packet = tuple[int, int, str, int, bytes]
-"""``(dest stage, target task index, stream, source task id, pickled tuples)``."""
 
 _SNAPSHOT = re.compile(r"^(-?\d+)\.snapshot$")
 
@@ -105,54 +95,29 @@ class Outboxes(list[list[Any]]):
                 continue
             dest, index = locations[task_id]
             first = box[0]
-            groups: dict[tuple[str, int], list[Tuple]]
+            groups: dict[tuple[StreamInfo, int], list[Tuple]]
             if all(t._info is first._info and t.source_task == first.source_task for t in box):
-                groups = {(first._info.stream_id, first.source_task): box}  # the usual case
+                groups = {(first._info, first.source_task): box}  # the usual case
             else:
                 groups = {}
                 for tup in box:
-                    key = (tup._info.stream_id, tup.source_task)
+                    key = (tup._info, tup.source_task)
                     group = groups.get(key)
                     if group is None:
                         group = groups[key] = []
                     group.append(tup)
-            for (stream, source), tuples in groups.items():
+            for (info, source_task), tuples in groups.items():
+                component, stream = info.component_id, info.stream_id
                 for start in range(0, len(tuples), PACKET_TUPLES):
                     chunk = tuples[start : start + PACKET_TUPLES]
                     values = [t.values for t in chunk]
                     roots = [t._roots for t in chunk]
-                    packets.append((dest, index, stream, source, pack(values, roots)))
+                    payload = pack(values, roots)
+                    packets.append(
+                        Packet(dest, index, component, stream, source_task, len(chunk), payload)
+                    )
             self[task_id] = []
         return packets
-
-
-#: How a packet holds its tuples' root and edge ids.
-_UNTRACKED, _ONE_TREE, _ANY = 0, 1, 2
-
-
-def pack(values: list[Any], roots: list[Any]) -> bytes:
-    """Pickle tuples' values and root/edge ids: the values as a list, the ids (when each
-    tuple is in one tree: a root and an edge id, the usual case) as one array of 64-bit
-    integers, which pickles and loads faster than Python ints."""
-    if all(r is None for r in roots):
-        return pickle.dumps((values, _UNTRACKED, None), PICKLE)
-    if all(r is not None and len(r) == 2 for r in roots):
-        ids = array("Q", chain.from_iterable(roots)).tobytes()
-        return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
-    return pickle.dumps((values, _ANY, roots), PICKLE)
-
-
-def unpack(payload: bytes, info: Any, source_task: int) -> list[Tuple]:
-    """The tuples of a packet (see :func:`pack`)."""
-    values, kind, roots = pickle.loads(payload)
-    if kind == _UNTRACKED:
-        return [Tuple(v, info, source_task) for v in values]
-    if kind == _ONE_TREE:
-        ids = array("Q")
-        ids.frombytes(roots)
-        flat = iter(ids.tolist())
-        roots = zip(flat, flat, strict=False)
-    return [Tuple(v, info, source_task, r) for v, r in zip(values, roots, strict=False)]
 
 
 @contextlib.contextmanager
@@ -168,20 +133,6 @@ def collection_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def packets_to_arrow(packets: list[Packet], pa: Any) -> Any:
-    """An Arrow record batch of packets (``CORE_SCHEMA``)."""
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([p[0] for p in packets], pa.int32()),
-            pa.array([p[1] for p in packets], pa.int32()),
-            pa.array([p[2] for p in packets], pa.string()),
-            pa.array([p[3] for p in packets], pa.int32()),
-            pa.array([p[4] for p in packets], pa.binary()),
-        ],
-        names=["dest", "target", "stream", "source_task", "tuples"],
-    )
 
 
 @dataclass
@@ -362,15 +313,3 @@ def task_directory(state_dir: str, component_id: str, task_index: int) -> str:
     """Where the snapshots of a task live."""
     safe = component_id.replace("/", "_")
     return os.path.join(state_dir, safe, str(task_index))
-
-
-def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """``items`` in lists of ``size``."""
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

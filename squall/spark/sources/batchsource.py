@@ -33,14 +33,14 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from squall.spark.execute.stages import TaskView, route, route_emits, route_pickled, rows_to_arrow
+from squall.spark.execute.packets import PACKET_SCHEMA, Packet, packets_to_arrow
+from squall.spark.execute.routing import route, route_emits
+from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import Edge, SourceKind
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.spark.sources.spoutlog import SpoutLog
 
 SOURCE_NAME = "squall_spout"
-#: Rows leave the source already routed to the first segments (see ``stages``).
-SCHEMA = "dest int, port string, target int, values binary, meta string"
 #: The most polls skipped between two empty batches of an idle partitioned spout.
 MAX_IDLE_POLLS = 32
 
@@ -153,19 +153,18 @@ class SpoutStreamReader(DataSourceStreamReader):
         index = partition.index  # type: ignore[attr-defined]
         part = partition.slice_index  # type: ignore[attr-defined]
         if setup.kind in ("transactional", "opaque"):
-            rows = route(setup.edges, setup.fields, part, self._emit_partition(index, part))
-            yield rows_to_arrow(rows, pa)
+            packets = route(setup.edges, setup.fields, part, self._emit_partition(index, part))
+            yield packets_to_arrow(packets, pa)
             return
         if setup.kind == "coordinated":
             committed = partition.committed  # type: ignore[attr-defined]
-            yield rows_to_arrow(self._emit_task(index, part, committed), pa)
+            yield packets_to_arrow(self._emit_task(index, part, committed), pa)
             return
         slices = partition.slices  # type: ignore[attr-defined]
         everything = self.log.rows(index)
         size = len(everything)  # slice ``part``: a contiguous share, in emit order
-        blobs = everything[part * size // slices : (part + 1) * size // slices]
-        rows = route_pickled(setup.edges, setup.fields, part, blobs, slices)
-        yield rows_to_arrow(rows, pa, self.log.meta(index))
+        values = everything[part * size // slices : (part + 1) * size // slices]
+        yield packets_to_arrow(route(setup.edges, setup.fields, part, values, slices), pa)
 
     def _emit_partition(self, index: int, partition: int) -> list[list[Any]]:
         """Emit ``partition`` of batch ``index`` with the spout's emitter: a
@@ -193,7 +192,7 @@ class SpoutStreamReader(DataSourceStreamReader):
         self.log.write_partition(index, partition, meta, len(out.rows))
         return out.rows
 
-    def _emit_task(self, index: int, task: int, committed: int) -> list[Any]:
+    def _emit_task(self, index: int, task: int, committed: int) -> list[Packet]:
         """Run emitter task ``task`` of a coordinated spout for batch ``index`` (a
         transaction is emitted alike each time: its metadata is logged)."""
         from squall.spark.execute.batchbolts import BatchEmits
@@ -335,11 +334,7 @@ class SpoutSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
-        if "core_setup" in self.options:
-            from squall.spark.execute.taskstate import CORE_SCHEMA
-
-            return CORE_SCHEMA
-        return SCHEMA
+        return PACKET_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         if "core_setup" in self.options:  # a core topology's spout

@@ -41,12 +41,11 @@ from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONEN
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import ComponentStats, summarize
+from squall.spark.execute.packets import Packet, packets_to_arrow
 from squall.spark.execute.taskstate import (
     CoreSetup,
-    Packet,
     collection_paused,
     load_setup,
-    packets_to_arrow,
     picklable_state,
     restore_routes,
     restore_state,
@@ -365,7 +364,7 @@ class CoreSpoutReader(DataSourceStreamReader):
 
         part, parts = partition.part, partition.parts  # type: ignore[attr-defined]
         packets = self.log.data(partition.index)["packets"]  # type: ignore[attr-defined]
-        yield packets_to_arrow([p for p in packets if p[1] % parts == part], pa)
+        yield packets_to_arrow([p for p in packets if p.target % parts == part], pa)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Batches before ``end`` are committed: drop their files (keeping the newest

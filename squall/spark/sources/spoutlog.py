@@ -79,14 +79,13 @@ class SpoutLog:
         data: Any = None,
         count: int | None = None,
     ) -> None:
-        """Write batch ``index`` (its rows, each pickled, the spout after it, the
-        source's note about it and the source's own data: a coordinated spout's
-        transaction metadata, a core spout's packets), atomically. ``count`` is the
-        number of tuples when they are not ``rows``."""
-        blobs = [pickle.dumps(values, pickle.HIGHEST_PROTOCOL) for values in rows]
+        """Write batch ``index`` (its rows, the spout after it, the source's note about
+        it and the source's own data: a coordinated spout's transaction metadata, a core
+        spout's packets), atomically. ``count`` is the number of tuples when they are
+        not ``rows``."""
         with open(self._path(index) + ".count", "w") as handle:
-            handle.write(f"{len(blobs) if count is None else count}\n{meta}")
-        payload = cloudpickle.dumps({"rows": blobs, "spout": spout, "data": data})
+            handle.write(f"{len(rows) if count is None else count}\n{meta}")
+        payload = cloudpickle.dumps({"rows": rows, "spout": spout, "data": data})
         write_atomically(self._path(index), payload)
 
     def data(self, index: int) -> Any:
@@ -112,10 +111,11 @@ class SpoutLog:
         except OSError:
             return ""
 
-    def rows(self, index: int) -> list[bytes]:
-        """The rows of batch ``index``, each pickled."""
+    def rows(self, index: int) -> list[list[Any]]:
+        """The rows of batch ``index``: each tuple's values."""
         with open(self._path(index), "rb") as handle:
-            return list(pickle.load(handle)["rows"])
+            rows: list[list[Any]] = pickle.load(handle)["rows"]
+        return rows
 
     def last_spout(self) -> Any:
         """The spout as it was after the last batch, or None if there is none."""
