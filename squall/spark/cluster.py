@@ -36,9 +36,11 @@ from squall.spark.plan.core import CorePlan, core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
 from squall.spark.runtime.resources import Resources
 from squall.spark.runtime.session import get_session
-from squall.spark.sources.batchsource import SOURCE_NAME, SourceSetup, SpoutSource
 from squall.spark.sources.coresource import read_poll
+from squall.spark.sources.datasource import SOURCE_NAME, SpoutSource
 from squall.spark.sources.offsets import OffsetLog, last_committed_batch
+from squall.spark.sources.readers import READERS
+from squall.spark.sources.setup import SourceSetup
 from squall.spark.sources.spoutlog import SpoutLog
 
 logger = logging.getLogger("squall")
@@ -235,7 +237,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             setup_file = os.path.join(source_dir, "setup.pickle")
             setup = SourceSetup(
                 source.component_id,
-                source.kind,
+                READERS[source.kind],
                 source.spout,
                 source.outputs,
                 Fields(list(source.fields)),
@@ -312,7 +314,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                     os.remove(leftover)
             reader = (
                 self.spark.readStream.format(SOURCE_NAME)
-                .option("core_setup", setup_path)
+                .option("setup", setup_path)
                 .option("source", spout_id)
                 .option("run", run_key)
                 .option("log", log_dir)

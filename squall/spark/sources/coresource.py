@@ -310,19 +310,21 @@ class CoreSpoutReader(DataSourceStreamReader):
     it in the source's driver-side process and ships a copy to executors for ``read``;
     the spout tasks are made lazily, so the copy stays small."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], setup: CoreSetup) -> None:
         prepare_process()
         self.options = dict(options)
         self.log = SpoutLog(options["log"])
+        self._setup: CoreSetup | None = setup
         self._tasks: SpoutTasks | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "log": self.log, "_tasks": None}
+        return {"options": self.options, "log": self.log, "_setup": None, "_tasks": None}
 
     @property
     def tasks(self) -> SpoutTasks:
+        """The spout's tasks, made and opened on first use (driver-side process)."""
         if self._tasks is None:
-            setup = load_setup(self.options["core_setup"])
+            setup = self._setup or load_setup(self.options["setup"])
             self._tasks = SpoutTasks(setup, self.options["source"], self.log, self.options["stats"])
         return self._tasks
 
