@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey
 from squall.spark.execute.packets import Packet, unpack_values
 from squall.spark.execute.routing import Emit, route_emits
@@ -22,10 +23,6 @@ from squall.spark.execute.stages import arrow_function
 from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
-
-#: Task views of tasks prepared in this process (``prepare_task`` done), with their
-#: declared bolt, per (run, stage, partition).
-_PREPARED: dict[tuple[str, int, int], tuple[TaskView, Any]] = {}
 
 
 class BatchEmits:
@@ -70,18 +67,19 @@ class BatchBoltStage:
         self.emitted = 0
 
     def _view(self, partition: int) -> TaskView:
-        key = (self.run_key, self.plan.index, partition)
-        prepared = _PREPARED.get(key)
-        if prepared is None:
-            plan = self.plan
-            view = TaskView(
-                plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks
-            )
-            prepare_task = getattr(plan.segment.bolt, "prepare_task", None)
-            if callable(prepare_task):
-                prepare_task(self.conf, view)
-            prepared = _PREPARED[key] = (view, plan.segment.bolt)
+        """The task's view, its bolt's ``prepare_task`` done once per process (the
+        task cache runs its ``cleanup_task`` when the run is forgotten)."""
+        key = ("batch bolt", self.plan.index, partition)
+        prepared = TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
         return prepared[0]
+
+    def _prepare(self, partition: int) -> tuple[TaskView, Any]:
+        plan = self.plan
+        view = TaskView(plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks)
+        prepare_task = getattr(plan.segment.bolt, "prepare_task", None)
+        if callable(prepare_task):
+            prepare_task(self.conf, view)
+        return (view, plan.segment.bolt)
 
     def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Run the bolt's instance for this batch over one partition's tuples; return
@@ -119,11 +117,9 @@ class BatchBoltStage:
         return arrow_function(self, reports)
 
 
-def forget(run_key: str) -> None:
-    """Let the bolts of a topology run that were prepared in this process release their
-    task-level resources (``cleanup_task``)."""
-    for key in [k for k in _PREPARED if k[0] == run_key]:
-        _, bolt = _PREPARED.pop(key)
-        cleanup_task = getattr(bolt, "cleanup_task", None)
-        if callable(cleanup_task):
-            cleanup_task()
+def _cleanup(prepared: tuple[TaskView, Any]) -> None:
+    """Let a task's bolt release its task-level resources (``cleanup_task``)."""
+    _, bolt = prepared
+    cleanup_task = getattr(bolt, "cleanup_task", None)
+    if callable(cleanup_task):
+        cleanup_task()

@@ -27,6 +27,7 @@ from squall.local.tasks import BoltRunner
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
+from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
     NO_TASK,
@@ -37,11 +38,11 @@ from squall.spark.execute.packets import (
     unpack,
 )
 from squall.spark.execute.taskstate import (
+    SETUP_PATH,
     CoreSetup,
     SnapshotStore,
     collection_paused,
-    forget_setup,
-    load_setup,
+    core_setup,
     picklable_state,
     restore_routes,
     restore_state,
@@ -52,9 +53,6 @@ from squall.spark.execute.taskstate import (
 from squall.spark.runtime.workerprocess import prepare_process
 
 logger = logging.getLogger("squall")
-
-#: Live bolt tasks in this process, by (run, component, task index).
-_LIVE: dict[tuple[str, str, int], LiveBolt] = {}
 
 #: ``last_batch`` of a task interrupted in a batch: whatever comes next restores.
 _PARTIAL = -(2**62)
@@ -173,33 +171,34 @@ class LiveBolt:
         return packets, TaskReport(figures, acks, fails)
 
 
-#: The set-up file of each run with live tasks in this process.
-_RUN_SETUPS: dict[str, str] = {}
-
-
-def forget_finished_runs(current: str, setup_path: str) -> None:
-    """Note that run ``current`` has its set-up at ``setup_path``; drop the live tasks
-    (after their ``cleanup``) of other runs whose set-up file is gone: the cluster
-    removes it when it kills the topology."""
-    _RUN_SETUPS[current] = setup_path
-    for run_key, path in list(_RUN_SETUPS.items()):
-        if run_key != current and not os.path.exists(path):
-            del _RUN_SETUPS[run_key]
-            forget_setup(path)
-            forget(run_key)
+def forget_finished_runs(current: str) -> None:
+    """Drop what other runs keep in this process (their live tasks, after their
+    ``cleanup``) once their set-up file is gone: the cluster removes it when it kills
+    the topology."""
+    for run_key in TASKS.runs():
+        path = TASKS.peek(run_key, SETUP_PATH)
+        if run_key != current and path is not None and not os.path.exists(path):
+            TASKS.forget(run_key)
 
 
 def live_bolt(setup: CoreSetup, component_id: str, task_index: int) -> LiveBolt:
-    """The task's live bolt in this process (made and prepared on first use)."""
-    key = (setup.run_key, component_id, task_index)
-    live = _LIVE.get(key)
-    if live is None:
-        live = _LIVE[key] = LiveBolt(setup, component_id, task_index)
-    return live
+    """The task's live bolt in this process (made and prepared on first use; stopped,
+    after its ``cleanup``, when the run is forgotten)."""
+    return TASKS.get(
+        setup.run_key,
+        ("bolt", component_id, task_index),
+        lambda: LiveBolt(setup, component_id, task_index),
+        lambda live: live.runner.stop(),
+    )
 
 
 def stage_function(
-    setup_path: str, component_id: str, batch_id: int, attempt: int, reports: Any
+    run_key: str,
+    setup_path: str,
+    component_id: str,
+    batch_id: int,
+    attempt: int,
+    reports: Any,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function running bolt ``component_id`` in batch ``batch_id``:
     each task whose packets are in the partition runs them (tick packets first)."""
@@ -213,8 +212,8 @@ def stage_function(
     def run_stage(batches: Iterator[Any]) -> Any:
         import pyarrow as pa
 
-        setup = load_setup(setup_path)
-        forget_finished_runs(setup.run_key, setup_path)
+        setup = core_setup(run_key, setup_path)
+        forget_finished_runs(run_key)
         infos = setup.core.infos
         by_task: dict[int, list[Packet]] = {}
         for batch in batches:
@@ -253,13 +252,6 @@ def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]
         Packet(stage_index, task, SYSTEM_COMPONENT, TICK_STREAM, NO_TASK, 1, blob)
         for task in range(tasks)
     ]
-
-
-def forget(run_key: str) -> None:
-    """Drop the live tasks of a topology run in this process (after ``cleanup``, whose
-    errors are counted in the dropped task's metrics)."""
-    for key in [k for k in _LIVE if k[0] == run_key]:
-        _LIVE.pop(key).runner.stop()
 
 
 __all__ = ["LiveBolt", "stage_function", "tick_packets"]

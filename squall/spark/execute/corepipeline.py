@@ -26,6 +26,7 @@ from typing import Any
 from squall.model.grouping import GroupingKind
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.control.capacity import CapacityWindow
+from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.bolttasks import stage_function, tick_packets
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
@@ -33,7 +34,6 @@ from squall.spark.execute.microbatch import plan_without_adaptive_execution, run
 from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import collection_paused
 from squall.spark.plan.core import BoltStagePlan, CorePlan
-from squall.spark.sources.coresource import read_spout_stats, write_outcome
 from squall.spark.sources.spoutlog import SpoutLog
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
@@ -76,16 +76,18 @@ class CorePipeline:
     def __init__(
         self,
         core: CorePlan,
+        run_key: str,
         setup_path: str,
         spark: Any,
         logs: dict[str, SpoutLog],
-        stats_paths: dict[str, str],
+        directory: QueryDirectory,
     ) -> None:
         self.core = core
+        self.run_key = run_key
         self.setup_path = setup_path
         self.spark = spark
         self.logs = logs
-        self.stats_paths = stats_paths
+        self.directory = directory
         self.reports = reports_accumulator(spark)
         #: Per bolt task: its counters, and its component's own metrics (last report).
         self.bolts: dict[tuple[str, int], TaskStats] = {
@@ -114,7 +116,7 @@ class CorePipeline:
         rows = 0
         for component_id, log in self.logs.items():
             for index in ranges.get(component_id, range(0)):
-                write_outcome(log, index, failed)
+                log.write_outcome(index, failed)
                 rows += log.count(index)
         return rows
 
@@ -195,7 +197,7 @@ class CorePipeline:
             if not self._aligned(stage, rate is not None, ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
-                self.setup_path, stage.component_id, batch_id, attempt, self.reports
+                self.run_key, self.setup_path, stage.component_id, batch_id, attempt, self.reports
             )
             output = inputs.mapInArrow(function, PACKET_SCHEMA)
             count = readers.get(stage.component_id, 0)
@@ -241,7 +243,7 @@ class CorePipeline:
         core = self.core
         components: dict[str, ComponentStats] = {}
         for component_id in core.spouts:
-            stats = read_spout_stats(self.stats_paths[component_id])
+            stats = self.directory.source(component_id).read_stats()
             if stats is None:
                 tasks = core.plan.component_tasks[component_id]
                 stats = ComponentStats(component_id, "spout", list(tasks))

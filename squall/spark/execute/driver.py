@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from squall.runtime.clock import Clock
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
+from squall.spark.control.rundir import CheckpointDirectory
 from squall.spark.execute.figures import BatchFigures, Reports, ReportsParam
 from squall.spark.execute.retries import BatchRetries
-from squall.spark.sources.offsets import OffsetLog
 
 #: Source id -> the indexes of its logged batches in a micro-batch.
 Ranges = dict[str, range]
@@ -78,7 +78,7 @@ class MicroBatchDriver:
 
     Args:
         pipeline: the plan's part of running a micro-batch.
-        offsets: the query's offset log.
+        checkpoint: the query's checkpoint (its offset log).
         conf: the topology's configuration (retry and back-off keys).
         name: the topology's name (in configuration errors).
         clock: what the waits between attempts sleep on.
@@ -90,20 +90,20 @@ class MicroBatchDriver:
     def __init__(
         self,
         pipeline: Pipeline,
-        offsets: OffsetLog,
+        checkpoint: CheckpointDirectory,
         conf: dict[str, Any],
         name: str,
         clock: Clock,
     ) -> None:
         self.pipeline = pipeline
-        self.offsets = offsets
+        self.checkpoint = checkpoint
         self.figures = BatchFigures()
         self.capacity = CapacityWindow()
         self.attempts = BatchRetries(conf, self.figures, clock, f"topology {name!r}")
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         started = time.perf_counter()
-        ranges = self.offsets.ranges(batch_id)
+        ranges = self.checkpoint.ranges(batch_id)
         if not self.pipeline.admits(batch_id, ranges):
             return
 

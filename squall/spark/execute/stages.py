@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
+from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
     Packet,
@@ -27,8 +28,10 @@ from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
 
-#: Prepared processors per (topology run, segment, partition) in this process.
-_PREPARED: dict[tuple[str, int, int], list[Processor]] = {}
+
+def _cleanup(processors: list[Processor]) -> None:
+    for processor in processors:
+        processor.cleanup()
 
 
 class _Outputs:
@@ -58,18 +61,20 @@ class SegmentStage:
         self.emitted = 0
 
     def _processors(self, partition: int) -> list[Processor]:
-        key = (self.run_key, self.plan.index, partition)
-        processors = _PREPARED.get(key)
-        if processors is None:
-            # Each task its own processors (as each local task has its own copy of the
-            # segment); what the driver wired in (a DRPC result resolver) is shared.
-            declared = self.plan.segment.processors
-            memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
-            processors = copy.deepcopy(declared, memo)
-            view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
-            for processor in processors:
-                processor.prepare(self.conf, view)
-            _PREPARED[key] = processors
+        """The task's processors, prepared once per process and kept in the task cache
+        (their ``cleanup`` runs when the run is forgotten)."""
+        key = ("segment", self.plan.index, partition)
+        return TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
+
+    def _prepare(self, partition: int) -> list[Processor]:
+        # Each task its own processors (as each local task has its own copy of the
+        # segment); what the driver wired in (a DRPC result resolver) is shared.
+        declared = self.plan.segment.processors
+        memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
+        processors = copy.deepcopy(declared, memo)
+        view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
+        for processor in processors:
+            processor.prepare(self.conf, view)
         return processors
 
     def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
@@ -175,11 +180,3 @@ def arrow_function(
         yield packets_to_arrow(timed_run(stage, partition, packets, reports), pa)
 
     return run
-
-
-def forget(run_key: str) -> list[Processor]:
-    """Drop the prepared processors of a topology run in this process; returns them."""
-    dropped: list[Processor] = []
-    for key in [k for k in _PREPARED if k[0] == run_key]:
-        dropped.extend(_PREPARED.pop(key))
-    return dropped

@@ -30,6 +30,7 @@ from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import build_routes
+from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.packets import PACKET_TUPLES, Packet, pack
 from squall.spark.plan.core import LEDGER_TASK, CorePlan
 
@@ -49,21 +50,23 @@ class CoreSetup:
     state_dir: str
 
 
-_SETUPS: dict[str, CoreSetup] = {}
+#: Task cache keys of a core run's set-up and of the file it was read from.
+SETUP = "setup"
+SETUP_PATH = "setup path"
 
 
-def load_setup(path: str) -> CoreSetup:
-    """The set-up in ``path``, loaded once per process (each run writes its own file)."""
-    setup = _SETUPS.get(path)
-    if setup is None:
-        with open(path, "rb") as handle:
-            setup = _SETUPS[path] = pickle.load(handle)
+def core_setup(run_key: str, path: str) -> CoreSetup:
+    """The set-up of run ``run_key`` in ``path``, read once per process and kept in
+    the task cache with its path (see ``bolttasks.forget_finished_runs``)."""
+    TASKS.get(run_key, SETUP_PATH, lambda: path)
+    return TASKS.get(run_key, SETUP, lambda: read_core_setup(path))
+
+
+def read_core_setup(path: str) -> CoreSetup:
+    """The set-up the cluster wrote to ``path``."""
+    with open(path, "rb") as handle:
+        setup: CoreSetup = pickle.load(handle)
     return setup
-
-
-def forget_setup(path: str) -> None:
-    """Drop the cached set-up loaded from ``path`` (its run is over)."""
-    _SETUPS.pop(path, None)
 
 
 def write_setup(path: str, setup: CoreSetup) -> None:

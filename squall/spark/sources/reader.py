@@ -14,13 +14,13 @@ is read on an executor.
 
 from __future__ import annotations
 
-import os
 from abc import abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.packets import Packet, packets_to_arrow
 from squall.spark.execute.taskview import TaskView
 from squall.spark.runtime.workerprocess import prepare_process
@@ -68,7 +68,9 @@ class SourceReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str], setup: SourceSetup | None = None) -> None:
         prepare_process()
         self.options = dict(options)
-        self.log = SpoutLog(options["log"])
+        self.query = QueryDirectory(options["query_dir"])
+        self.files = SourceDirectory(options["source_dir"])
+        self.log = SpoutLog(self.files.spout_log)
         self._setup = setup
         self._opened = False
         #: Batches logged (the index of the next one) and batches acked (committed).
@@ -76,7 +78,7 @@ class SourceReader(DataSourceStreamReader):
         self.acked = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "log": self.log}
+        return {"options": self.options, "query": self.query, "files": self.files, "log": self.log}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -87,7 +89,7 @@ class SourceReader(DataSourceStreamReader):
     def setup(self) -> SourceSetup:
         """The source's set-up, loaded once per process."""
         if self._setup is None:
-            self._setup = read_source_setup(self.options["setup"])
+            self._setup = read_source_setup(self.files.setup)
         return self._setup
 
     def task_view(self) -> TaskView:
@@ -114,7 +116,7 @@ class SourceReader(DataSourceStreamReader):
         position = int(start["batch"])
         if position < self.size:
             position += 1
-        elif not os.path.exists(self.options["pause"]) and self.log_batch(self.size):
+        elif not self.query.is_paused() and self.log_batch(self.size):
             self.size += 1
             position = self.size
         return {"source": self.options["source"], "batch": position}

@@ -18,6 +18,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.routing import route, route_emits
 from squall.spark.execute.taskview import TaskView
@@ -27,10 +28,6 @@ from squall.transactional.attempt import TransactionAttempt
 
 #: The most polls skipped between two empty batches of an idle partitioned spout.
 MAX_IDLE_POLLS = 32
-
-#: Spout emitters made in this process, by topology run, source and task (a Python
-#: worker serves later runs too: a restarted topology gets new emitters).
-_EMITTERS: dict[str, Any] = {}
 
 
 class LoggedRowsReader(SourceReader):
@@ -155,10 +152,11 @@ class PartitionedReader(EmittedOnExecutorsReader):
 
     def _emit(self, index: int, partition: int) -> list[list[Any]]:
         setup = self.setup
-        key = f"{self.options['run']}#{setup.source_id}"
-        emitter = _EMITTERS.get(key)
-        if emitter is None:
-            emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, self.task_view())
+        emitter = TASKS.get(
+            self.options["run"],
+            ("emitter", setup.source_id),
+            lambda: setup.spout.get_emitter(setup.conf, self.task_view()),
+        )
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = Rows()
         self.emit_partition(emitter, attempt, out, index, partition)
@@ -225,9 +223,8 @@ class CoordinatedReader(EmittedOnExecutorsReader):
 
         setup = self.setup
         index, task = partition.index, partition.slice_index
-        key = f"{self.options['run']}#{setup.source_id}#{task}"
-        emitter = _EMITTERS.get(key)
-        if emitter is None:
+
+        def make_emitter() -> Any:
             view = TaskView(
                 setup.source_id,
                 task,
@@ -236,7 +233,9 @@ class CoordinatedReader(EmittedOnExecutorsReader):
                 setup.component_tasks,
                 SqliteCoordinationStore(setup.store_dir),
             )
-            emitter = _EMITTERS[key] = setup.spout.get_emitter(setup.conf, view)
+            return setup.spout.get_emitter(setup.conf, view)
+
+        emitter = TASKS.get(self.options["run"], ("emitter", setup.source_id, task), make_emitter)
         if partition.committed:
             emitter.cleanup_before(partition.committed)
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))

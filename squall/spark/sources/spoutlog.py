@@ -27,20 +27,10 @@ from typing import Any
 
 import cloudpickle
 
+from squall.spark.control.rundir import write_atomically
+
 _BATCH = re.compile(r"^(\d{12})\.batch$")
 _PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
-
-
-def write_atomically(path: str, payload: bytes, durable: bool = True) -> None:
-    """Replace ``path`` with ``payload`` (readers see the old or the new file, never a
-    part); ``durable``: on disk before it replaces the old one."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(payload)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 class SpoutLog:
@@ -188,6 +178,24 @@ class SpoutLog:
                 return None
             total += found[1]
         return total
+
+    # -- outcomes of a core spout's batches (written by the driver) -------------------
+
+    def _outcome_path(self, index: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.outcome")
+
+    def write_outcome(self, index: int, failed: set[int]) -> None:
+        """Record that the trees of batch ``index`` completed except ``failed`` (driver)."""
+        write_atomically(self._outcome_path(index), pickle.dumps(sorted(failed)))
+
+    def outcome(self, index: int) -> set[int] | None:
+        """The roots of the trees of batch ``index`` that failed, or None while the
+        driver has not finished the batch."""
+        try:
+            with open(self._outcome_path(index), "rb") as handle:
+                return set(pickle.load(handle))
+        except FileNotFoundError:
+            return None
 
     def forget_before(self, index: int) -> None:
         """Remove the files of batches before ``index`` (committed ones); the files of
