@@ -11,7 +11,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
@@ -30,6 +30,11 @@ from squall.spark.runtime.resources import Resources
 from squall.spark.runtime.session import get_session
 from squall.spark.sources.datasource import SpoutSource
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from squall.drpc import DRPCServer
+
 logger = logging.getLogger("squall")
 
 
@@ -40,7 +45,7 @@ class _Running:
     queries: list[Query]
     run_key: str
     started: float
-    bridges: list[Any]
+    bridges: list[DRPCServer]
     status: str = "ACTIVE"
 
 
@@ -75,7 +80,7 @@ class SparkCluster(TopologyRegistry[_Running]):
     def __init__(
         self,
         master: str | None = None,
-        spark: Any = None,
+        spark: SparkSession | None = None,
         checkpoint_dir: str | None = None,
         spark_conf: dict[str, Any] | None = None,
         clock: Clock | None = None,
@@ -117,7 +122,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._claim(name)
         pickle_user_code_by_value(topology)
         run_key = f"{name}-{uuid.uuid4().hex}"
-        bridges: list[Any] = []
+        bridges: list[DRPCServer] = []
         queries: list[Query] = []
         if is_core(topology):
             core = core_plan(name, topology, conf)  # first: what the engine cannot run
@@ -171,7 +176,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             )
 
     def _drpc_address(
-        self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
+        self, source: SourcePlan, conf: dict[str, Any], bridges: list[DRPCServer]
     ) -> tuple[str, int, str | None]:
         """``(host, invocations port, token)`` where the source fetches DRPC requests:
         a loopback server in front of a ``LocalDRPC`` of this process, serving only its

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -34,6 +34,10 @@ from squall.spark.sources.readers import READERS
 from squall.spark.sources.setup import SourceSetup
 from squall.spark.sources.spoutlog import SpoutLog
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
 BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
 DEFAULT_BATCH_INTERVAL_MS = 100
 #: How long killing a core topology waits for its spouts to be closed.
@@ -48,7 +52,7 @@ class AvailableWaiter:
     wait for it with a timeout (the call itself has none: with a spout that always has
     data it may never return). Ends with the query at the latest."""
 
-    def __init__(self, query: Any) -> None:
+    def __init__(self, query: StreamingQuery) -> None:
         self._query = query
         self.done = threading.Event()
         self.error: BaseException | None = None
@@ -72,7 +76,7 @@ class Query:
     plan, or a core topology's plan), the running query and its driver."""
 
     plan: QueryPlan | CorePlan
-    query: Any
+    query: StreamingQuery
     driver: MicroBatchDriver
     directory: QueryDirectory
     #: A core query's set-up file (its tasks' workers keep their tasks while it exists).
@@ -177,13 +181,13 @@ class Query:
 
 
 def _start(
-    frame: Any,
+    frame: DataFrame,
     pipeline: Pipeline,
     directory: QueryDirectory,
     conf: dict[str, Any],
     name: str,
     clock: Clock,
-) -> tuple[Any, MicroBatchDriver]:
+) -> tuple[StreamingQuery, MicroBatchDriver]:
     """Start the streaming query writing ``frame`` through a driver of ``pipeline``."""
     checkpoint = directory.checkpoint
     driver = MicroBatchDriver(pipeline, checkpoint, conf, name, clock)
@@ -199,7 +203,7 @@ def _start(
 
 
 def start_batch_query(
-    spark: Any,
+    spark: SparkSession,
     directory: QueryDirectory,
     name: str,
     conf: dict[str, Any],
@@ -255,7 +259,7 @@ def start_batch_query(
 
 
 def start_core_query(
-    spark: Any, directory: QueryDirectory, core: CorePlan, run_key: str, clock: Clock
+    spark: SparkSession, directory: QueryDirectory, core: CorePlan, run_key: str, clock: Clock
 ) -> Query:
     """Write the run's set-up and start the streaming query of a core topology: one
     source per spout, their packets unioned."""

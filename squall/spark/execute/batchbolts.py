@@ -11,18 +11,21 @@ batch's ``TransactionAttempt`` back in front.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.spark.control.taskcache import TASKS
-from squall.spark.execute.figures import ReportKey
-from squall.spark.execute.packets import Packet, unpack_values
+from squall.spark.execute.figures import ReportKey, Reports
+from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values
 from squall.spark.execute.routing import Emit, route_emits
 from squall.spark.execute.stages import arrow_function
 from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
 
 
 class BatchEmits:
@@ -112,7 +115,7 @@ class BatchBoltStage:
         txid = self.attempt.transaction_id
         return ReportKey(txid - 1, self.attempt_number, self.plan.component_id, partition)
 
-    def arrow_function(self, reports: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def arrow_function(self, reports: Accumulator[Reports]) -> ArrowFunction:
         """The ``mapInArrow`` function running this stage on executors."""
         return arrow_function(self, reports)
 

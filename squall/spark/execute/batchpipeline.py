@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
@@ -24,6 +24,12 @@ from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
 from squall.trident.state.memory_state import MemoryMapStateFactory
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from squall.drpc.local import LocalDRPC
+    from squall.transactional.attempt import TransactionAttempt
 
 #: Source kinds whose batches are emitted on executors (while the frame is computed).
 EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
@@ -60,14 +66,14 @@ class DRPCReturns:
     """Returns a DRPC stream's results from the driver: the request of each
     transaction is the one the source logged with its batch."""
 
-    def __init__(self, drpc: Any, conf: dict[str, Any]) -> None:
+    def __init__(self, drpc: LocalDRPC | None, conf: dict[str, Any]) -> None:
         self.drpc = resolve_drpc(drpc, conf)
         self.requests: dict[int, str] = {}
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: object) -> None:
         """Nothing to open: the driver holds the DRPC connection."""
 
-    def return_result(self, attempt: Any, result: str) -> None:
+    def return_result(self, attempt: TransactionAttempt, result: str) -> None:
         request_id = self.requests.pop(attempt.transaction_id, "")
         if request_id:
             self.drpc.result(request_id, result)
@@ -88,7 +94,7 @@ class BatchPipeline:
         plan: QueryPlan,
         conf: dict[str, Any],
         run_key: str,
-        spark: Any,
+        spark: SparkSession,
         logs: dict[str, SpoutLog],
     ) -> None:
         self.plan = plan
@@ -119,10 +125,10 @@ class BatchPipeline:
         indexes = ranges.get(drpc.component_id, range(0))
         if not indexes:
             return False
-        self.requests[batch_id] = self.logs[drpc.component_id].meta(indexes[-1])
+        self.requests[batch_id] = self.logs[drpc.component_id].request_id(indexes[-1]) or ""
         return True
 
-    def run_attempt(self, frame: Any, batch_id: int, ranges: Ranges, attempt: int) -> None:
+    def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
         """Note the attempt for the emitters on executors, then run every stage."""
         if self.returns is not None:
             self.returns.requests[batch_id + 1] = self.requests.get(batch_id, "")
@@ -194,7 +200,7 @@ class BatchPipeline:
             count = 0
             for index in ranges.get(source.component_id, range(0)):
                 if source.kind in EMITTING_ON_EXECUTORS:
-                    count += log.partition_total(index, int(log.meta(index) or 0)) or 0
+                    count += log.partition_total(index, log.partitions(index)) or 0
                 else:
                     count += log.count(index)
             self.emitted[source.component_id] += count
@@ -227,7 +233,9 @@ class BatchPipeline:
         slices = max([1, *(e.tasks for e in source.outputs)])
         return aligned(edge, slices) and len(ranges.get(source.component_id, ())) == 1
 
-    def _run(self, frame: Any, batch_id: int, ranges: dict[str, range], attempt: int = 0) -> None:
+    def _run(
+        self, frame: DataFrame, batch_id: int, ranges: dict[str, range], attempt: int = 0
+    ) -> None:
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
@@ -236,7 +244,7 @@ class BatchPipeline:
         readers = self._readers()
         plan_without_adaptive_execution(frame)
 
-        def shared(producer: str, output: Any) -> Any:
+        def shared(producer: str, output: DataFrame) -> DataFrame:
             # Materialize an output once only if several segments read it; a single
             # reader pulls it through in its own job (no extra Spark job per stage).
             return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output

@@ -18,10 +18,9 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import pickle
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from squall.local.tasks import BoltRunner
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
@@ -31,26 +30,35 @@ from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
     NO_TASK,
+    ArrowFunction,
     Packet,
     pack_values,
     packets_from_arrow,
     packets_to_arrow,
     unpack,
 )
-from squall.spark.execute.taskstate import (
-    SETUP_PATH,
-    CoreSetup,
+from squall.spark.execute.snapshots import (
+    Engine,
     SnapshotStore,
-    collection_paused,
-    core_setup,
+    TaskSnapshot,
     picklable_state,
     restore_routes,
     restore_state,
     routes_state,
     task_directory,
+)
+from squall.spark.execute.taskstate import (
+    SETUP_PATH,
+    CoreSetup,
+    collection_paused,
+    core_setup,
     wire_task,
 )
 from squall.spark.runtime.workerprocess import prepare_process
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.accumulators import Accumulator
 
 logger = logging.getLogger("squall")
 
@@ -90,7 +98,7 @@ class LiveBolt:
                 f"bolt {self.component_id!r} task {self.task_id}: prepare raised "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        self.engine = {
+        self.engine: Engine = {
             "collector": collector,
             "basic_collector": self.runner.basic_collector,
             "context": parts.context,
@@ -107,10 +115,10 @@ class LiveBolt:
             self.runner.stop()
             self._start()
             return
-        snapshot = pickle.loads(self.store.read(latest))
+        snapshot = self.store.read(latest)
         runner = self.runner
-        runner.component = restore_state(runner.component, snapshot["component"], self.engine)
-        restore_routes(self.routes, snapshot["routes"], self.engine)
+        runner.component = restore_state(runner.component, snapshot.component, self.engine)
+        restore_routes(self.routes, snapshot.routes, self.engine)
         self.last_batch = latest
 
     def _snapshot(self, batch_id: int) -> None:
@@ -125,7 +133,7 @@ class LiveBolt:
                 skipped,
             )
         routes = routes_state(self.routes, self.engine)
-        self.store.write(batch_id, pickle.dumps({"component": component, "routes": routes}))
+        self.store.write(batch_id, TaskSnapshot(component, routes))
         self.last_batch = batch_id
 
     def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], TaskReport]:
@@ -198,18 +206,18 @@ def stage_function(
     component_id: str,
     batch_id: int,
     attempt: int,
-    reports: Any,
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    reports: Accumulator[Reports],
+) -> ArrowFunction:
     """The ``mapInArrow`` function running bolt ``component_id`` in batch ``batch_id``:
     each task whose packets are in the partition runs them (tick packets first)."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_process()
         with collection_paused():
             output = run_stage(batches)
         yield output
 
-    def run_stage(batches: Iterator[Any]) -> Any:
+    def run_stage(batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
         import pyarrow as pa
 
         setup = core_setup(run_key, setup_path)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.model.grouping import GroupingKind
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
@@ -35,6 +35,9 @@ from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import collection_paused
 from squall.spark.plan.core import BoltStagePlan, CorePlan
 from squall.spark.sources.spoutlog import SpoutLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
 SPOUTS = "$spouts"
@@ -78,7 +81,7 @@ class CorePipeline:
         core: CorePlan,
         run_key: str,
         setup_path: str,
-        spark: Any,
+        spark: SparkSession,
         logs: dict[str, SpoutLog],
         directory: QueryDirectory,
     ) -> None:
@@ -169,7 +172,7 @@ class CorePipeline:
         producer = self.core.stage(next(iter(sources)))
         return producer.tasks <= stage.tasks
 
-    def run_attempt(self, frame: Any, batch_id: int, ranges: Ranges, attempt: int) -> None:
+    def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
         """Run every bolt's stage of the micro-batch, in topological order."""
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
@@ -220,7 +223,9 @@ class CorePipeline:
             values: dict[int, int] = {}
             for component_id, log in self.logs.items():
                 for index in ranges.get(component_id, range(0)):
-                    values.update(log.data(index)["inits"])
+                    batch = log.batch(index).core
+                    if batch is not None:
+                        values.update(batch.inits)
             failed: set[int] = set()
             for report_key, report in reports.items():
                 figures = report.figures

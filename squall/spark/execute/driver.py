@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.runtime.clock import Clock
 from squall.runtime.metrics import ComponentStats
@@ -23,6 +23,10 @@ from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import CheckpointDirectory
 from squall.spark.execute.figures import BatchFigures, Reports, ReportsParam
 from squall.spark.execute.retries import BatchRetries
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+    from pyspark.sql import DataFrame, SparkSession
 
 #: Source id -> the indexes of its logged batches in a micro-batch.
 Ranges = dict[str, range]
@@ -37,12 +41,12 @@ class Pipeline(Protocol):
 
     #: The accumulator of :class:`~squall.spark.execute.figures.TaskReport` its tasks
     #: report to (see :func:`reports_accumulator`).
-    reports: Any
+    reports: Accumulator[Reports]
 
     def admits(self, batch_id: int, ranges: Ranges) -> bool:
         """Whether micro-batch ``batch_id`` is run at all."""
 
-    def run_attempt(self, frame: Any, batch_id: int, ranges: Ranges, attempt: int) -> None:
+    def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
         """Run every stage of attempt ``attempt`` (from 0) of the micro-batch; its
         tasks add their reports to ``reports``.
 
@@ -101,7 +105,7 @@ class MicroBatchDriver:
         self.capacity = CapacityWindow()
         self.attempts = BatchRetries(conf, self.figures, clock, f"topology {name!r}")
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
+    def __call__(self, frame: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
         ranges = self.checkpoint.ranges(batch_id)
         if not self.pipeline.admits(batch_id, ranges):
@@ -138,6 +142,6 @@ class MicroBatchDriver:
         return self.pipeline.component_stats(self.capacity, self.figures)
 
 
-def reports_accumulator(spark: Any) -> Any:
+def reports_accumulator(spark: SparkSession) -> Accumulator[Reports]:
     """A new accumulator of task reports (on the driver)."""
     return spark.sparkContext.accumulator({}, ReportsParam())

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import pickle
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from squall.model.tuple import StreamInfo, Tuple
+
+if TYPE_CHECKING:
+    import pyarrow
 
 #: The Arrow schema of packets (Spark DDL), in the order of :class:`Packet`'s fields.
 PACKET_SCHEMA = (
@@ -28,6 +32,9 @@ PACKET_SCHEMA = (
 #: Tuples per packet at most.
 PACKET_TUPLES = 8192
 PICKLE = pickle.HIGHEST_PROTOCOL
+#: The ``mapInArrow`` function of a stage: its partition's record batches in, its
+#: output's out.
+ArrowFunction = Callable[[Iterator["pyarrow.RecordBatch"]], Iterator["pyarrow.RecordBatch"]]
 #: ``source_task`` of packets with no emitting task (Trident stages, tick tuples).
 NO_TASK = -1
 
@@ -102,7 +109,7 @@ def value_packets(
         yield Packet(dest, target, source, stream, NO_TASK, len(chunk), pack_values(chunk))
 
 
-def packets_to_arrow(packets: Sequence[Packet], pa: Any) -> Any:
+def packets_to_arrow(packets: Sequence[Packet], pa: ModuleType) -> pyarrow.RecordBatch:
     """An Arrow record batch of packets (``PACKET_SCHEMA``); ``pa`` is ``pyarrow``,
     imported by the caller (in Spark's Python workers)."""
     return pa.RecordBatch.from_arrays(
@@ -119,7 +126,7 @@ def packets_to_arrow(packets: Sequence[Packet], pa: Any) -> Any:
     )
 
 
-def packets_from_arrow(batch: Any) -> Iterator[Packet]:
+def packets_from_arrow(batch: pyarrow.RecordBatch) -> Iterator[Packet]:
     """The packets of an Arrow record batch of ``PACKET_SCHEMA``."""
     columns = [batch.column(name).to_pylist() for name in Packet._fields]
     return map(Packet._make, zip(*columns, strict=True))

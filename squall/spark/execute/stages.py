@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.spark.control.taskcache import TASKS
-from squall.spark.execute.figures import ReportKey, TaskFigures, TaskReport
+from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
+    ArrowFunction,
     Packet,
     packets_from_arrow,
     packets_to_arrow,
@@ -27,6 +28,10 @@ from squall.spark.plan.batch import SegmentPlan
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, Processor
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.accumulators import Accumulator
 
 
 def _cleanup(processors: list[Processor]) -> None:
@@ -117,7 +122,7 @@ class SegmentStage:
         """The key of task ``partition``'s report of this micro-batch's attempt."""
         return ReportKey(self.txid - 1, self.attempt, self.plan.component_id, partition)
 
-    def arrow_function(self, reports: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def arrow_function(self, reports: Accumulator[Reports]) -> ArrowFunction:
         """The ``mapInArrow`` function running this stage on executors."""
         return arrow_function(self, reports)
 
@@ -137,7 +142,7 @@ class PartitionRunner(Protocol):
 
 
 def timed_run(
-    stage: PartitionRunner, partition: int, packets: list[Packet], reports: Any
+    stage: PartitionRunner, partition: int, packets: list[Packet], reports: Accumulator[Reports]
 ) -> list[Packet]:
     """``stage.run_partition``; its counts and time are added to ``reports`` (the
     accumulator of task reports, on an executor or the driver)."""
@@ -150,9 +155,7 @@ def timed_run(
     return output
 
 
-def arrow_function(
-    stage: PartitionRunner, reports: Any
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> ArrowFunction:
     """The ``mapInArrow`` function running ``stage`` on executors: Spark partition
     ``i`` is task ``i``; its report goes to the accumulator ``reports``.
 
@@ -161,7 +164,7 @@ def arrow_function(
             must reach their task, whether by exchange or aligned from the source).
     """
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
         import pyarrow.compute as pc
         from pyspark import TaskContext

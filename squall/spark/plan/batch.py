@@ -13,12 +13,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
-from squall.model.topology import StormTopology
+from squall.model.topology import ComponentSpec, StormTopology
 from squall.spark.plan.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
@@ -27,6 +27,15 @@ from squall.trident.spouts import (
     OpaquePartitionedTridentSpout,
     PartitionedTridentSpout,
 )
+
+if TYPE_CHECKING:
+    from squall.drpc.local import LocalDRPC
+    from squall.transactional.spouts import TransactionalSpout
+
+    #: The spouts a batch source runs: a Trident spout or a transactional topology's.
+    SourceSpout = (
+        BatchSpout | PartitionedTridentSpout | OpaquePartitionedTridentSpout | TransactionalSpout
+    )
 
 UNSUPPORTED_HINT = "run it on LocalCluster for now"
 
@@ -58,6 +67,8 @@ class SegmentPlan:
 
     index: int
     component_id: str
+    #: A ``TridentSegment`` or a ``BatchBoltExecutor`` (whose attributes the stages
+    #: read and probe directly).
     segment: Any
     tasks: int
     committer: bool
@@ -85,11 +96,11 @@ class SourcePlan:
 
     component_id: str
     kind: SourceKind
-    spout: Any
+    spout: SourceSpout | None
     fields: tuple[str, ...]
     outputs: list[Edge]
     drpc_function: str | None = None
-    drpc: Any = None
+    drpc: LocalDRPC | None = None
     tasks: int = 1
     output_fields: dict[str, Fields] = field(default_factory=dict)
 
@@ -127,7 +138,7 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
             (the message names it and suggests LocalCluster).
     """
     sources: list[SourcePlan] = []
-    segments: dict[str, Any] = {}
+    segments: dict[str, tuple[ComponentSpec, TridentSegment]] = {}
     for spec in topology:
         component = spec.component
         inner = getattr(component, "spout", None)
@@ -228,7 +239,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPla
     check_picklable(emitter.component.spout, emitter_id)
     tasks = {spec.component_id: spec.num_tasks for spec in topology}
 
-    def stripped(spec: Any) -> dict[str, Fields]:
+    def stripped(spec: ComponentSpec) -> dict[str, Fields]:
         return {
             stream: Fields(list(declaration.fields)[1:])
             for stream, declaration in spec.streams.items()
@@ -284,7 +295,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPla
     return QueryPlan(emitter_id, [source], [plans[cid] for cid in ordered])
 
 
-def _spout_kind(spout: Any, component_id: str) -> SourceKind:
+def _spout_kind(spout: object, component_id: str) -> SourceKind:
     if isinstance(spout, BatchSpout):
         return "batch"
     if isinstance(spout, PartitionedTridentSpout):
@@ -308,7 +319,7 @@ def _detached(segment: TridentSegment) -> TridentSegment:
     return copied
 
 
-def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, Any]:
+def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, LocalDRPC | None]:
     """``(function, drpc)`` of the DRPC stream whose emitter is ``emitter_id``."""
     coordinator = next(
         s.source for s in topology.get_component(emitter_id).inputs if s.stream_id == "$batch"

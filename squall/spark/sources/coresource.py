@@ -21,6 +21,7 @@ from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.packets import packets_to_arrow
 from squall.spark.execute.taskstate import CoreSetup
 from squall.spark.runtime.workerprocess import prepare_process
+from squall.spark.sources.reader import Offset
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.spark.sources.spouttasks import SpoutTasks
 
@@ -56,7 +57,7 @@ class CoreSpoutReader(DataSourceStreamReader):
         self._setup: CoreSetup | None = setup
         self._tasks: SpoutTasks | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> Offset:
         state = {"options": self.options, "query": self.query, "files": self.files}
         return {**state, "log": self.log, "_setup": None, "_tasks": None}
 
@@ -69,10 +70,10 @@ class CoreSpoutReader(DataSourceStreamReader):
             self._tasks = SpoutTasks(self._setup, self.options["source"], self.log, self.files)
         return self._tasks
 
-    def initialOffset(self) -> dict[str, Any]:
+    def initialOffset(self) -> Offset:
         return {"source": self.options["source"], "batch": 0}
 
-    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+    def latestOffset(self, start: Offset, limit: Any) -> Offset:
         """One batch per micro-batch: one logged before a restart that Spark has not
         read yet, else a new one (unless paused or the spout emitted nothing)."""
         tasks = self.tasks
@@ -93,7 +94,7 @@ class CoreSpoutReader(DataSourceStreamReader):
             tasks.write_polls()
         return {"source": self.options["source"], "batch": position}
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+    def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         parts = source_slices(self.tasks.setup, self.options["source"])
         return [
             CoreBatchPartition(index, part, parts)
@@ -105,11 +106,13 @@ class CoreSpoutReader(DataSourceStreamReader):
         """Runs on an executor: the packets of a logged batch for one task index."""
         import pyarrow as pa
 
-        part, parts = partition.part, partition.parts  # type: ignore[attr-defined]
-        packets = self.log.data(partition.index)["packets"]  # type: ignore[attr-defined]
+        assert isinstance(partition, CoreBatchPartition)
+        part, parts = partition.part, partition.parts
+        batch = self.log.batch(partition.index).core
+        packets = batch.packets if batch is not None else []
         yield packets_to_arrow([p for p in packets if p.target % parts == part], pa)
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def commit(self, end: Offset) -> None:
         """Batches before ``end`` are committed: drop their files (keeping the newest
         batch's and any outcome not applied yet)."""
         keep = min(int(end["batch"]) - 1, self.tasks.applied)

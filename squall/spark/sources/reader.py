@@ -15,17 +15,18 @@ is read on an executor.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
-from squall.spark.execute.packets import Packet, packets_to_arrow
+from squall.spark.execute.packets import Packet, Values, packets_to_arrow
 from squall.spark.execute.taskview import TaskView
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.spark.sources.setup import SourceSetup, read_source_setup
 from squall.spark.sources.spoutlog import SpoutLog
+from squall.trident.spouts import SpoutCollector
 
 #: A source's offset: ``{"source": id, "batch": number of batches}``.
 Offset = dict[str, Any]
@@ -43,13 +44,17 @@ class BatchPartition(InputPartition):
         self.committed = committed
 
 
-class Rows:
-    """The collector a spout or an emitter emits through, inside the reader."""
+class Rows(SpoutCollector):
+    """The collector a spout or an emitter emits through, inside the reader: it keeps
+    each tuple's values (a Trident spout's collector, without the batch attempt a
+    batch's tuples are given later)."""
+
+    __slots__ = ("rows",)
 
     def __init__(self) -> None:
-        self.rows: list[list[Any]] = []
+        self.rows: list[Values] = []
 
-    def emit(self, values: Any) -> None:
+    def emit(self, values: Sequence[Any]) -> None:
         self.rows.append(list(values))
 
     def report_error(self, error: BaseException | str) -> None:

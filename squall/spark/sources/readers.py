@@ -24,7 +24,9 @@ from squall.spark.execute.routing import route, route_emits
 from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import Edge, SourceKind
 from squall.spark.sources.reader import BatchPartition, Rows, SourceReader
+from squall.spark.sources.spoutlog import LoggedBatch, LoggedPartition
 from squall.transactional.attempt import TransactionAttempt
+from squall.transactional.spouts import Coordinator
 
 #: The most polls skipped between two empty batches of an idle partitioned spout.
 MAX_IDLE_POLLS = 32
@@ -41,7 +43,7 @@ class LoggedRowsReader(SourceReader):
     def read_part(self, partition: BatchPartition) -> list[Packet]:
         setup = self.setup
         part, slices = partition.slice_index, partition.slices
-        everything = self.log.rows(partition.index)
+        everything = self.log.batch(partition.index).rows
         size = len(everything)
         values = everything[part * size // slices : (part + 1) * size // slices]
         return route(setup.edges, setup.fields, part, values, slices)
@@ -52,9 +54,11 @@ class BatchSpoutReader(LoggedRowsReader):
     last snapshot after a restart); committed batches are acked to it."""
 
     def open(self) -> None:
-        self.spout = self.log.last_spout()
-        if self.spout is None:
-            self.spout = self.setup.spout
+        last = self.log.last()
+        if last is not None and last.spout is not None:
+            self.spout = last.spout
+        else:
+            self.spout = self.setup.batch_spout()
             self.spout.open(self.setup.conf, self.task_view())
 
     def log_batch(self, index: int) -> bool:
@@ -62,7 +66,7 @@ class BatchSpoutReader(LoggedRowsReader):
         self.spout.emit_batch(index + 1, rows)
         if not rows.rows:
             return False
-        self.log.append(index, rows.rows, self.spout)
+        self.log.append(index, LoggedBatch(rows.rows, spout=self.spout))
         return True
 
     def committed(self, end: int) -> None:
@@ -90,7 +94,7 @@ class DRPCReader(LoggedRowsReader):
         request = self.client.fetch_request(self.function)
         if request is None:
             return False
-        self.log.append(index, [[request.args]], None, request.request_id)
+        self.log.append(index, LoggedBatch([[request.args]], request_id=request.request_id))
         return True
 
 
@@ -104,14 +108,18 @@ class EmittedOnExecutorsReader(SourceReader):
     """
 
     def open(self) -> None:
-        self.coordinator = self.setup.spout.get_coordinator(self.setup.conf, self.task_view())
+        self.coordinator = self.make_coordinator()
         self.empty_streak = 0
         self.skips_left = 0
         # A batch logged before a restart starts no back-off: the spout is polled at once.
         self.observed_empty = self.size - 1
 
+    @abstractmethod
+    def make_coordinator(self) -> Any:
+        """The spout's coordinator (driver-side process)."""
+
     def parts(self, index: int) -> int:
-        return int(self.log.meta(index))
+        return self.log.partitions(index)
 
     def idle(self) -> bool:
         """Whether to skip this poll: the last batch emitted nothing, and fewer polls
@@ -119,7 +127,7 @@ class EmittedOnExecutorsReader(SourceReader):
         last = self.size - 1
         if last < 0:
             return False
-        total = self.log.partition_total(last, int(self.log.meta(last)))
+        total = self.log.partition_total(last, self.log.partitions(last))
         if total != 0:
             self.empty_streak = 0
             return False
@@ -138,11 +146,14 @@ class PartitionedReader(EmittedOnExecutorsReader):
     each batch; each partition is emitted by the spout's emitter on an executor, its
     metadata and tuple count logged beside the batch."""
 
+    def make_coordinator(self) -> Any:
+        return self.setup.partitioned_spout().get_coordinator(self.setup.conf, self.task_view())
+
     def log_batch(self, index: int) -> bool:
         if self.idle() or not self.coordinator.is_ready():
             return False
         partitions = int(self.coordinator.number_of_partitions())
-        self.log.append(index, [], None, str(partitions))
+        self.log.append(index, LoggedBatch(partitions=partitions))
         return True
 
     def read_part(self, partition: BatchPartition) -> list[Packet]:
@@ -155,7 +166,7 @@ class PartitionedReader(EmittedOnExecutorsReader):
         emitter = TASKS.get(
             self.options["run"],
             ("emitter", setup.source_id),
-            lambda: setup.spout.get_emitter(setup.conf, self.task_view()),
+            lambda: setup.partitioned_spout().get_emitter(setup.conf, self.task_view()),
         )
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = Rows()
@@ -178,11 +189,11 @@ class TransactionalPartitionedReader(PartitionedReader):
     ) -> None:
         logged = self.log.partition(index, partition)
         if logged is not None:
-            emitter.emit_partition_batch(attempt, out, partition, logged[0])
+            emitter.emit_partition_batch(attempt, out, partition, logged.meta)
             return
         previous = self.log.previous_partition_meta(index, partition)
         meta = emitter.emit_partition_batch_new(attempt, out, partition, previous)
-        self.log.write_partition(index, partition, meta, len(out.rows))
+        self.log.write_partition(index, partition, LoggedPartition(meta, len(out.rows)))
 
 
 class OpaquePartitionedReader(PartitionedReader):
@@ -194,7 +205,7 @@ class OpaquePartitionedReader(PartitionedReader):
     ) -> None:
         previous = self.log.previous_partition_meta(index, partition)
         meta = emitter.emit_partition_batch(attempt, out, partition, previous)
-        self.log.write_partition(index, partition, meta, len(out.rows))
+        self.log.write_partition(index, partition, LoggedPartition(meta, len(out.rows)))
 
 
 class CoordinatedReader(EmittedOnExecutorsReader):
@@ -202,16 +213,20 @@ class CoordinatedReader(EmittedOnExecutorsReader):
     metadata is logged, so a replay is emitted alike); emitter task ``i`` emits it in
     Spark partition ``i``."""
 
+    def make_coordinator(self) -> Coordinator:
+        return self.setup.transactional_spout().get_coordinator(self.setup.conf, self.task_view())
+
     def open(self) -> None:
         super().open()
         #: The metadata of the last transaction (None before any).
-        self.last_meta = self.log.data(self.size - 1) if self.size else None
+        last = self.log.last()
+        self.last_meta = last.transaction if last is not None else None
 
     def log_batch(self, index: int) -> bool:
         if self.idle() or not self.coordinator.is_ready():
             return False
         meta = self.coordinator.initialize_transaction(index + 1, self.last_meta)
-        self.log.append(index, [], None, str(self.setup.tasks), meta)
+        self.log.append(index, LoggedBatch(partitions=self.setup.tasks, transaction=meta))
         self.last_meta = meta
         return True
 
@@ -233,15 +248,15 @@ class CoordinatedReader(EmittedOnExecutorsReader):
                 setup.component_tasks,
                 SqliteCoordinationStore(setup.store_dir),
             )
-            return setup.spout.get_emitter(setup.conf, view)
+            return setup.transactional_spout().get_emitter(setup.conf, view)
 
         emitter = TASKS.get(self.options["run"], ("emitter", setup.source_id, task), make_emitter)
         if partition.committed:
             emitter.cleanup_before(partition.committed)
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = BatchEmits(setup.source_id)
-        emitter.emit_batch(attempt, self.log.data(index), out)
-        self.log.write_partition(index, task, None, len(out.emits))
+        emitter.emit_batch(attempt, self.log.batch(index).transaction, out)
+        self.log.write_partition(index, task, LoggedPartition(None, len(out.emits)))
         edges: dict[str, list[Edge]] = {}
         for edge in setup.edges:
             edges.setdefault(edge.stream, []).append(edge)

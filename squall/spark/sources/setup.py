@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from squall.model.fields import Fields
 from squall.spark.plan.batch import Edge
+from squall.transactional.spouts import TransactionalSpout
+from squall.trident.spouts import BatchSpout, OpaquePartitionedTridentSpout, PartitionedTridentSpout
 
 if TYPE_CHECKING:
     from squall.spark.execute.taskstate import CoreSetup
@@ -23,8 +25,14 @@ class SourceSetup:
     source_id: str
     #: The reader of this kind of source (see ``sources.readers``).
     reader: type[SourceReader]
-    #: The Trident spout, a transactional spout, or None (a DRPC stream).
-    spout: Any
+    #: The Trident spout, a transactional topology's spout, or None (a DRPC stream).
+    spout: (
+        BatchSpout
+        | PartitionedTridentSpout
+        | OpaquePartitionedTridentSpout
+        | TransactionalSpout
+        | None
+    )
     #: Where the source's tuples go.
     edges: list[Edge]
     #: The fields of the emitted tuples.
@@ -37,6 +45,36 @@ class SourceSetup:
     output_fields: dict[str, Fields] = field(default_factory=dict)
     component_tasks: dict[str, int] = field(default_factory=dict)
     store_dir: str = ""
+
+    def batch_spout(self) -> BatchSpout:
+        """The batch spout of a batch spout's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, BatchSpout):
+            raise TypeError(f"source {self.source_id!r} has no batch spout")
+        return self.spout
+
+    def partitioned_spout(self) -> PartitionedTridentSpout | OpaquePartitionedTridentSpout:
+        """The spout of a partitioned spout's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, PartitionedTridentSpout | OpaquePartitionedTridentSpout):
+            raise TypeError(f"source {self.source_id!r} has no partitioned spout")
+        return self.spout
+
+    def transactional_spout(self) -> TransactionalSpout:
+        """The spout of a transactional topology's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, TransactionalSpout):
+            raise TypeError(f"source {self.source_id!r} has no transactional spout")
+        return self.spout
 
 
 def read_setup(path: str) -> CoreSetup | SourceSetup:

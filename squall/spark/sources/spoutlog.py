@@ -1,15 +1,16 @@
-"""The spout log: what a batch source emitted, per batch, durably, so batches replay
-exactly.
+"""The spout log: what a source emitted, per batch, durably, so batches replay exactly.
 
 A source's driver side (the Python process Spark starts for the source) writes one
-file per batch: for a batch spout, the batch's rows and a snapshot of the spout after
-emitting them; for a partitioned spout, the number of partitions of the transaction;
-for a DRPC stream, the request. The partitions of a partitioned spout's batch are read
-on executors, each writing its metadata and tuple count beside the batch file, so a
-transactional spout replays a batch from its stored metadata and an opaque spout
-continues from the previous batch's. After a crash, Spark replays a batch from these
-files and a new reader resumes the spout from the last snapshot: no tuple is emitted
-twice or lost.
+file per batch, a :class:`LoggedBatch`, and its :class:`BatchSummary` beside it: for a
+batch spout, the batch's tuples and a snapshot of the spout after emitting them; for a
+partitioned spout, the number of partitions of the transaction; for a coordinated
+spout, its transaction metadata; for a DRPC stream, the request; for a core spout, its
+packets, new trees and task snapshots (and, once the driver has finished the batch,
+its outcome). The partitions of a partitioned spout's batch are read on executors,
+each writing its metadata and tuple count beside the batch file, so a transactional
+spout replays a batch from its stored metadata and an opaque spout continues from the
+previous batch's. After a crash, Spark replays a batch from these files and a new
+reader resumes the spout from the last snapshot: no tuple is emitted twice or lost.
 
 Files of committed batches are removed (see :meth:`SpoutLog.forget_before`), keeping
 the newest, so the log stays small however long the topology runs. The directory must
@@ -20,17 +21,69 @@ cluster).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import cloudpickle
 
 from squall.spark.control.rundir import write_atomically
+from squall.spark.execute.packets import Values
+from squall.trident.spouts import BatchSpout
+
+if TYPE_CHECKING:
+    from squall.spark.sources.spouttasks import CoreBatch
 
 _BATCH = re.compile(r"^(\d{12})\.batch$")
 _PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
+
+
+class BatchSummary(NamedTuple):
+    """What is read of a logged batch without loading it (a file of its own)."""
+
+    #: Tuples the batch holds (for a partitioned or coordinated spout's batch, emitted
+    #: on executors: 0, see :meth:`SpoutLog.partition_total`).
+    tuples: int
+    #: A partitioned or coordinated spout's batch: the Spark partitions reading it.
+    partitions: int | None
+    #: A DRPC stream's batch: the request's id.
+    request_id: str | None
+
+
+@dataclass
+class LoggedBatch:
+    """What a source logged about one batch."""
+
+    #: The tuples' values (a batch spout's, a DRPC request's).
+    rows: list[Values] = field(default_factory=list)
+    #: A batch spout after emitting the batch.
+    spout: BatchSpout | None = None
+    #: A partitioned or coordinated spout's batch: the Spark partitions reading it.
+    partitions: int | None = None
+    #: A DRPC stream's batch: the request's id.
+    request_id: str | None = None
+    #: A coordinated spout's transaction metadata (its coordinator's own type).
+    transaction: object = None
+    #: A core spout's batch: packets, trees and the tasks' snapshots.
+    core: CoreBatch | None = None
+    #: Tuples the batch holds, when they are not ``rows`` (a core spout's).
+    tuples: int | None = None
+
+    def summary(self) -> BatchSummary:
+        """The batch's summary."""
+        tuples = len(self.rows) if self.tuples is None else self.tuples
+        return BatchSummary(tuples, self.partitions, self.request_id)
+
+
+class LoggedPartition(NamedTuple):
+    """What one partition of a partitioned spout's batch emitted (on an executor)."""
+
+    #: The emitter's metadata of the partition (its own type).
+    meta: object
+    tuples: int
 
 
 class SpoutLog:
@@ -60,60 +113,47 @@ class SpoutLog:
         indexes = self._indexes()
         return indexes[0] if indexes else 0
 
-    def append(
-        self,
-        index: int,
-        rows: list[list[Any]],
-        spout: Any,
-        meta: str = "",
-        data: Any = None,
-        count: int | None = None,
-    ) -> None:
-        """Write batch ``index`` (its rows, the spout after it, the source's note about
-        it and the source's own data: a coordinated spout's transaction metadata, a core
-        spout's packets), atomically. ``count`` is the number of tuples when they are
-        not ``rows``."""
-        with open(self._path(index) + ".count", "w") as handle:
-            handle.write(f"{len(rows) if count is None else count}\n{meta}")
-        payload = cloudpickle.dumps({"rows": rows, "spout": spout, "data": data})
-        write_atomically(self._path(index), payload)
+    def append(self, index: int, batch: LoggedBatch) -> None:
+        """Write batch ``index``: its summary, then the batch, atomically (the source's
+        driver side)."""
+        with open(self._path(index) + ".summary", "w") as handle:
+            json.dump(batch.summary()._asdict(), handle)
+        write_atomically(self._path(index), cloudpickle.dumps(batch))
 
-    def data(self, index: int) -> Any:
-        """The transaction metadata logged with batch ``index``."""
+    def batch(self, index: int) -> LoggedBatch:
+        """Logged batch ``index``."""
         with open(self._path(index), "rb") as handle:
-            return pickle.load(handle)["data"]
+            batch: LoggedBatch = pickle.load(handle)
+        return batch
+
+    def summary(self, index: int) -> BatchSummary | None:
+        """The summary of batch ``index``, or None if it is not logged."""
+        try:
+            with open(self._path(index) + ".summary") as handle:
+                return BatchSummary(**json.load(handle))
+        except (OSError, ValueError):
+            return None
 
     def count(self, index: int) -> int:
         """Number of tuples logged with batch ``index`` (0 if it is not logged)."""
-        try:
-            with open(self._path(index) + ".count") as handle:
-                return int(handle.readline())
-        except (OSError, ValueError):
-            return 0
+        summary = self.summary(index)
+        return summary.tuples if summary is not None else 0
 
-    def meta(self, index: int) -> str:
-        """What the source noted with batch ``index`` (a DRPC request id, a partitioned
-        spout's partition count), or ""."""
-        try:
-            with open(self._path(index) + ".count") as handle:
-                handle.readline()
-                return handle.read()
-        except OSError:
-            return ""
+    def partitions(self, index: int) -> int:
+        """The Spark partitions reading batch ``index`` of a partitioned or coordinated
+        spout (0 if it is not logged)."""
+        summary = self.summary(index)
+        return summary.partitions or 0 if summary is not None else 0
 
-    def rows(self, index: int) -> list[list[Any]]:
-        """The rows of batch ``index``: each tuple's values."""
-        with open(self._path(index), "rb") as handle:
-            rows: list[list[Any]] = pickle.load(handle)["rows"]
-        return rows
+    def request_id(self, index: int) -> str | None:
+        """The DRPC request of batch ``index`` (None if there is none)."""
+        summary = self.summary(index)
+        return summary.request_id if summary is not None else None
 
-    def last_spout(self) -> Any:
-        """The spout as it was after the last batch, or None if there is none."""
+    def last(self) -> LoggedBatch | None:
+        """The last batch logged, or None if there is none."""
         size = self.size()
-        if size == 0:
-            return None
-        with open(self._path(size - 1), "rb") as handle:
-            return pickle.load(handle)["spout"]
+        return self.batch(size - 1) if size else None
 
     def set_attempt(self, index: int, attempt: int) -> None:
         """Batch ``index`` is being run for the ``attempt``-th time (from 0), by the
@@ -135,28 +175,26 @@ class SpoutLog:
     def _partition_path(self, index: int, partition: int) -> str:
         return os.path.join(self.directory, f"{index:012d}.p{partition}")
 
-    def write_partition(self, index: int, partition: int, meta: Any, count: int) -> None:
-        """Record what partition ``partition`` emitted in batch ``index``: its
-        metadata and the number of tuples."""
-        payload = pickle.dumps((meta, count), pickle.HIGHEST_PROTOCOL)
+    def write_partition(self, index: int, partition: int, logged: LoggedPartition) -> None:
+        """Record what partition ``partition`` emitted in batch ``index`` (executor)."""
+        payload = pickle.dumps(tuple(logged), pickle.HIGHEST_PROTOCOL)
         write_atomically(self._partition_path(index, partition), payload)
 
-    def partition(self, index: int, partition: int) -> tuple[Any, int] | None:
-        """``(meta, count)`` of a partition of batch ``index``, or None if it was not
-        read yet."""
+    def partition(self, index: int, partition: int) -> LoggedPartition | None:
+        """What a partition of batch ``index`` emitted, or None if it was not read yet."""
         try:
             with open(self._partition_path(index, partition), "rb") as handle:
                 meta, count = pickle.load(handle)
         except FileNotFoundError:
             return None
-        return meta, int(count)
+        return LoggedPartition(meta, int(count))
 
-    def previous_partition_meta(self, index: int, partition: int) -> Any:
+    def previous_partition_meta(self, index: int, partition: int) -> object:
         """The metadata of ``partition`` in the latest batch before ``index`` that read
         it (None if none did)."""
         found = self.partition(index - 1, partition)
         if found is not None:
-            return found[0]
+            return found.meta
         earlier = [
             int(match.group(1))
             for match in map(_PARTITION.match, os.listdir(self.directory))
@@ -166,7 +204,7 @@ class SpoutLog:
         if not earlier:
             return None
         found = self.partition(max(earlier), partition)
-        return found[0] if found is not None else None
+        return found.meta if found is not None else None
 
     def partition_total(self, index: int, partitions: int) -> int | None:
         """Tuples emitted by all partitions of batch ``index``; None while a partition
@@ -176,7 +214,7 @@ class SpoutLog:
             found = self.partition(index, partition)
             if found is None:
                 return None
-            total += found[1]
+            total += found.tuples
         return total
 
     # -- outcomes of a core spout's batches (written by the driver) -------------------

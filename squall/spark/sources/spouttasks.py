@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 import time
 from collections import deque
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from squall.local.tasks import SpoutRunner
 from squall.model.config import Config
@@ -25,17 +26,16 @@ from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import summarize
 from squall.spark.control.rundir import Polls, SourceDirectory
 from squall.spark.execute.packets import Packet
-from squall.spark.execute.taskstate import (
-    CoreSetup,
-    collection_paused,
+from squall.spark.execute.snapshots import (
+    Engine,
     picklable_state,
     restore_routes,
     restore_state,
     routes_state,
-    wire_task,
 )
+from squall.spark.execute.taskstate import CoreSetup, collection_paused, wire_task
 from squall.spark.plan.core import LEDGER_TASK
-from squall.spark.sources.spoutlog import SpoutLog
+from squall.spark.sources.spoutlog import LoggedBatch, SpoutLog
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
 #: ``topology.max.spout.pending`` when acking).
@@ -44,6 +44,33 @@ DEFAULT_BATCH_MAX_TUPLES = 10_000
 
 _ACK_INFO = StreamInfo(ACKER_COMPONENT, ACK_ACK_STREAM, Fields("id"))
 _FAIL_INFO = StreamInfo(ACKER_COMPONENT, ACK_FAIL_STREAM, Fields("id"))
+
+
+class SpoutTaskSnapshot(NamedTuple):
+    """A spout task's state after a batch."""
+
+    #: The spout object (see ``execute.taskstate.picklable_state``).
+    component: bytes
+    #: Its routers' state, or None if they cannot be pickled.
+    routes: bytes | None
+    #: Its tuple trees in flight: root id -> ``[message id, emit time]``.
+    pending: dict[int, list[Any]]
+
+
+@dataclass
+class CoreBatch:
+    """What a core spout logs with a batch."""
+
+    #: The batch's tuples, in packets for the bolts' tasks.
+    packets: list[Packet]
+    #: Root id -> the spout's init value of each new tree (the XOR ledger's start).
+    inits: dict[int, int]
+    #: Root id -> the spout task that emitted each new tree.
+    roots: dict[int, int]
+    #: Every task's state after the batch.
+    snapshots: list[SpoutTaskSnapshot]
+    #: Batches whose outcome was applied before this one was polled: all before it.
+    applied: int
 
 
 class _SpoutTask:
@@ -70,18 +97,20 @@ class _SpoutTask:
             None,  # trees complete or fail with their micro-batch: no timeouts
         )
         self.limit = int(conf.get(BATCH_MAX_TUPLES_KEY) or DEFAULT_BATCH_MAX_TUPLES)
-        self.engine = {"collector": self.collector, "context": self.context}
+        self.engine: Engine = {"collector": self.collector, "context": self.context}
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> SpoutTaskSnapshot:
+        """The task's state now (see ``execute.taskstate``)."""
         component, _ = picklable_state(self.runner.component, self.engine)
         routes = routes_state(self.routes, self.engine)
-        return {"component": component, "routes": routes, "pending": self.collector.pending}
+        return SpoutTaskSnapshot(component, routes, self.collector.pending)
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
+    def restore(self, snapshot: SpoutTaskSnapshot) -> None:
+        """Continue from ``snapshot`` (the task was just opened)."""
         runner = self.runner
-        runner.component = restore_state(runner.component, snapshot["component"], self.engine)
-        restore_routes(self.routes, snapshot["routes"], self.engine)
-        self.collector.pending.update(snapshot["pending"])
+        runner.component = restore_state(runner.component, snapshot.component, self.engine)
+        restore_routes(self.routes, snapshot.routes, self.engine)
+        self.collector.pending.update(snapshot.pending)
 
 
 class SpoutTasks:
@@ -115,19 +144,21 @@ class SpoutTasks:
                     f"spout {component_id!r} task {task.context.task_id}: open raised "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-        if self.size:
-            data = log.data(self.size - 1)
-            for task, snapshot in zip(self.tasks, data["snapshots"], strict=True):
+        last = log.last()
+        if last is not None and last.core is not None:
+            for task, snapshot in zip(self.tasks, last.core.snapshots, strict=True):
                 task.restore(snapshot)
-            self.applied = data["applied"]
+            self.applied = last.core.applied
         #: Root ids of each logged batch whose outcome is not applied yet.
         self.roots: dict[int, dict[int, int]] = {}
         #: Logged batches holding tuples whose outcome is not applied yet.
         self.unfinished: set[int] = set()
         for index in range(max(self.applied, log.first()), self.size):
-            data = log.data(index)
-            self.roots[index] = data["roots"]
-            if data["packets"]:
+            batch = log.batch(index).core
+            if batch is None:
+                continue
+            self.roots[index] = batch.roots
+            if batch.packets:
                 self.unfinished.add(index)
         #: Polls so far and tuples emitted by the last one (see :meth:`write_poll`).
         self.polls = 0
@@ -182,14 +213,9 @@ class SpoutTasks:
             self.roots[self.size] = roots
             if packets:
                 self.unfinished.add(self.size)
-            data = {
-                "packets": packets,
-                "inits": inits,
-                "roots": roots,
-                "snapshots": [task.snapshot() for task in self.tasks],
-                "applied": self.applied,
-            }
-            self.log.append(self.size, [], None, "", data, count=emitted)
+            snapshots = [task.snapshot() for task in self.tasks]
+            batch = CoreBatch(packets, inits, roots, snapshots, self.applied)
+            self.log.append(self.size, LoggedBatch(core=batch, tuples=emitted))
             self.size += 1
             self.last_logged = time.monotonic()
         if changed:
