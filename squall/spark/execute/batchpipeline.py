@@ -19,6 +19,7 @@ from squall.spark.execute.packets import PACKET_SCHEMA, Packet
 from squall.spark.execute.routing import aligned
 from squall.spark.execute.stages import SegmentStage, timed_run
 from squall.spark.plan.batch import QueryPlan, SegmentPlan
+from squall.spark.sources.readers import READERS
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from squall.drpc.local import LocalDRPC
     from squall.transactional.attempt import TransactionAttempt
 
-#: Source kinds whose batches are emitted on executors (while the frame is computed).
-EMITTING_ON_EXECUTORS = ("transactional", "opaque", "coordinated")
 #: The frame key of a query's sources (one frame: the union of their rows).
 SOURCES = "$sources"
 
@@ -197,12 +196,7 @@ class BatchPipeline:
         total = 0
         for source in self.plan.sources:
             log = self.logs[source.component_id]
-            count = 0
-            for index in ranges.get(source.component_id, range(0)):
-                if source.kind in EMITTING_ON_EXECUTORS:
-                    count += log.partition_total(index, log.partitions(index)) or 0
-                else:
-                    count += log.count(index)
+            count = sum(log.emitted(index) for index in ranges.get(source.component_id, ()))
             self.emitted[source.component_id] += count
             total += count
         return total
@@ -221,14 +215,14 @@ class BatchPipeline:
 
     def _aligned(self, segment: SegmentPlan, ranges: dict[str, range]) -> bool:
         """Whether ``segment``'s input is already in its partitions: it reads only one
-        batch spout, over one aligned edge (see ``stages.aligned``), and this
+        batch spout, over one aligned edge (see ``routing.aligned``), and this
         micro-batch holds one batch of it, so Spark partition ``i`` of the source is
         task ``i``'s input and no exchange is needed."""
         if len(self.plan.sources) != 1 or len(segment.inputs) != 1:
             return False
         source = self.plan.sources[0]
         edge = segment.inputs[0]
-        if source.kind != "batch" or edge.source != source.component_id:
+        if not READERS[source.kind].aligns_slices or edge.source != source.component_id:
             return False
         slices = max([1, *(e.tasks for e in source.outputs)])
         return aligned(edge, slices) and len(ranges.get(source.component_id, ())) == 1
@@ -249,7 +243,7 @@ class BatchPipeline:
             # reader pulls it through in its own job (no extra Spark job per stage).
             return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
 
-        if any(source.kind in EMITTING_ON_EXECUTORS for source in plan.sources):
+        if any(READERS[source.kind].emits_on_executors for source in plan.sources):
             # These spouts emit while the frame is computed: once per batch.
             frames = {SOURCES: frame.localCheckpoint(eager=True)}
         else:

@@ -120,7 +120,7 @@ class CorePipeline:
         for component_id, log in self.logs.items():
             for index in ranges.get(component_id, range(0)):
                 log.write_outcome(index, failed)
-                rows += log.count(index)
+                rows += log.emitted(index)
         return rows
 
     def busy(self) -> dict[Hashable, float]:

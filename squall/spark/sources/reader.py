@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
@@ -69,6 +69,13 @@ class SourceReader(DataSourceStreamReader):
     ``read``; the copy holds only the options and the log (the set-up is loaded again
     where it is needed), so it stays small.
     """
+
+    #: Whether the source's batches are emitted on executors, while Spark reads them
+    #: (the driver then computes the source's frame once per micro-batch).
+    emits_on_executors: ClassVar[bool] = False
+    #: Whether Spark partition ``i`` of a batch is slice ``i`` of it in emit order, so
+    #: a stage over an aligned edge needs no exchange (see ``execute.routing.aligned``).
+    aligns_slices: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, str], setup: SourceSetup | None = None) -> None:
         prepare_process()

@@ -53,6 +53,8 @@ class BatchSpoutReader(LoggedRowsReader):
     """A Trident batch spout, open in the source's process (restored from the log's
     last snapshot after a restart); committed batches are acked to it."""
 
+    aligns_slices = True
+
     def open(self) -> None:
         last = self.log.last()
         if last is not None and last.spout is not None:
@@ -106,6 +108,8 @@ class EmittedOnExecutorsReader(SourceReader):
     and less often (every 1, 2, 4 ... up to ``MAX_IDLE_POLLS`` polls) until tuples come
     again.
     """
+
+    emits_on_executors = True
 
     def open(self) -> None:
         self.coordinator = self.make_coordinator()

@@ -134,10 +134,16 @@ class SpoutLog:
         except (OSError, ValueError):
             return None
 
-    def count(self, index: int) -> int:
-        """Number of tuples logged with batch ``index`` (0 if it is not logged)."""
+    def emitted(self, index: int) -> int:
+        """Tuples emitted into batch ``index``: those logged with it, or for a batch
+        read in partitions (emitted on executors), what its partitions emitted so far
+        (0 if it is not logged)."""
         summary = self.summary(index)
-        return summary.tuples if summary is not None else 0
+        if summary is None:
+            return 0
+        if summary.partitions is None:
+            return summary.tuples
+        return self.partition_total(index, summary.partitions) or 0
 
     def partitions(self, index: int) -> int:
         """The Spark partitions reading batch ``index`` of a partitioned or coordinated
