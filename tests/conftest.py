@@ -79,7 +79,7 @@ TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 def spark() -> Iterator[object]:
     """One SparkSession for every Spark test of the run (of each xdist worker): starting
     one takes seconds."""
-    from squall.spark.session import get_session
+    from squall.spark.runtime.session import get_session
 
     session = get_session(
         "local[2, 4]",

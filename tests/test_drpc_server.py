@@ -481,7 +481,7 @@ def test_the_spark_bridge_requires_a_random_token(tmp_path: Path) -> None:
     """SparkCluster puts a loopback invocations server with a fresh random token in
     front of a DRPC stream's LocalDRPC, and hands the token to the reader's options."""
     from squall.spark.cluster import SparkCluster
-    from squall.spark.plan import SourcePlan
+    from squall.spark.plan.batch import SourcePlan
 
     cluster = SparkCluster.__new__(SparkCluster)  # no session: only the bridge is used
     bridges: list[DRPCServer] = []

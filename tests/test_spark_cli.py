@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from squall.cli.main import main
-from squall.spark.offsets import last_committed_batch
+from squall.spark.control.rundir import last_committed_batch
 from tests.helpers import table_row
 
 pytestmark = pytest.mark.spark

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from squall import BasicBolt, Spout, TopologyBuilder
-from squall.spark import SparkCluster, session
-from squall.spark.pythonexec import is_local_master, launcher_path, worker_python
+from squall.spark import SparkCluster
+from squall.spark.runtime import session
+from squall.spark.runtime.pythonexec import is_local_master, launcher_path, worker_python
 from squall.testing import SharedRecord
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the launcher is a POSIX script")

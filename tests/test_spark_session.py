@@ -17,12 +17,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from squall.cli.main import main
-from squall.spark import session
 from squall.spark.errors import SparkUnavailableError
-from squall.spark.javaerrors import innermost_cause
-from squall.spark.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
-from squall.spark.masters import check_master
-from squall.spark.session import session_settings
+from squall.spark.runtime import session
+from squall.spark.runtime.javaerrors import innermost_cause
+from squall.spark.runtime.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
+from squall.spark.runtime.masters import check_master
+from squall.spark.runtime.session import session_settings
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)

@@ -13,7 +13,7 @@ import pytest
 
 from squall import BasicBolt, Fields, Spout, TopologyBuilder
 from squall.spark import SparkCluster
-from squall.spark.offsets import last_committed_batch
+from squall.spark.control.rundir import last_committed_batch
 from squall.testing import FixedTupleSpout
 from squall.trident import FixedBatchSpout, Function, TridentTopology
 from tests.helpers import wait_until

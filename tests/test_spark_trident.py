@@ -187,7 +187,7 @@ def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
 
 
 def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from squall.spark.session import SparkUnavailableError, check_java
+    from squall.spark.runtime.session import SparkUnavailableError, check_java
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere
@@ -317,7 +317,7 @@ def test_a_shuffled_batch_reaches_tasks_in_even_shares_without_an_exchange(
         assert cluster.wait_idle("rr")
         running = cluster._get("rr").queries[0]
         stage = running.plan.segments[0]
-        assert running.runner._aligned(stage, {"numbers": range(0, 1)})
+        assert running.driver.pipeline._aligned(stage, {"numbers": range(0, 1)})
     finally:
         cluster.shutdown()
     seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())

@@ -15,8 +15,8 @@ from squall.local.running import _execution_order
 from squall.model.errors import TopologyOrderError
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription, is_control_stream
-from squall.spark.coreplan import core_plan
-from squall.spark.plan import query_plans
+from squall.spark.plan.batch import query_plans
+from squall.spark.plan.core import core_plan
 from squall.transactional import BatchBolt, Committer, TransactionalTopologyBuilder
 from squall.transactional.spouts import PartitionedTransactionalSpout
 

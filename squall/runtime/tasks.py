@@ -7,7 +7,7 @@ bounded number of tuples and returns how many, so its caller can interleave task
 Both engines run tasks through these runners, so a spout or bolt behaves the same
 everywhere (fail on exception, acking, timeouts, metrics): the local engine's worker
 threads (``squall.local.worker``) and, on Spark, the executors' live tasks
-(``squall.spark.coresource`` for spouts, ``squall.spark.bolttasks`` for bolts). A
+(``squall.spark.sources.spouttasks`` for spouts, ``squall.spark.execute.bolttasks`` for bolts). A
 runner's methods are only ever called from one thread at a time.
 """
 

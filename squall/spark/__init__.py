@@ -5,7 +5,7 @@ without it raises :class:`SparkExtraMissingError`, which names the command.
 """
 
 from squall.spark.requirements import SparkExtraMissingError, require_spark_extra
-from squall.spark.session import SparkUnavailableError
+from squall.spark.runtime.session import SparkUnavailableError
 
 require_spark_extra()
 

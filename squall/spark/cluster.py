@@ -8,93 +8,44 @@ import secrets
 import shutil
 import statistics
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
-
-import cloudpickle
+from typing import TYPE_CHECKING, Any
 
 from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
-from squall.model.fields import Fields
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
-from squall.spark.batchbolts import forget as forget_batch_bolts
-from squall.spark.bolttasks import forget as forget_bolt_tasks
-from squall.spark.coreplan import CorePlan, core_plan, is_core
-from squall.spark.corerunner import CoreRunner
-from squall.spark.coresource import read_poll
-from squall.spark.offsets import OffsetLog, last_committed_batch
-from squall.spark.pickling import pickle_user_code_by_value
-from squall.spark.plan import QueryPlan, SourcePlan, query_plans
-from squall.spark.resources import Resources
-from squall.spark.runner import BatchRunner
-from squall.spark.session import get_session
-from squall.spark.source import SOURCE_NAME, SourceSetup, SpoutSource
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.stages import forget
-from squall.spark.taskstate import CoreSetup, write_setup
+from squall.spark.control.queries import Query, start_batch_query, start_core_query
+from squall.spark.control.rundir import QueryDirectory
+from squall.spark.control.taskcache import TASKS
+from squall.spark.execute.figures import BatchFigures
+from squall.spark.plan.batch import SourcePlan, query_plans
+from squall.spark.plan.core import core_plan, is_core
+from squall.spark.plan.pickling import pickle_user_code_by_value
+from squall.spark.runtime.resources import Resources
+from squall.spark.runtime.session import get_session
+from squall.spark.sources.datasource import SpoutSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from squall.drpc import DRPCServer
 
 logger = logging.getLogger("squall")
-
-BATCH_INTERVAL_KEY = "topology.spark.batch.interval.millis"
-DEFAULT_BATCH_INTERVAL_MS = 100
-#: How long killing a core topology waits for its spouts to be closed.
-CLOSE_WAIT_SECS = 5.0
-
-
-@dataclass
-class _Query:
-    """One streaming query of a topology: its sources and the stages they feed (a
-    Trident or transactional query plan, or a core topology's plan)."""
-
-    plan: QueryPlan | None
-    query: Any
-    runner: BatchRunner | CoreRunner
-    directory: str
-    core: CorePlan | None = None
-    #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
-    waiter: _AvailableWaiter | None = None
-    #: The last micro-batch its checkpoint had committed when it started (it resumed
-    #: after that batch), or None (a new checkpoint).
-    resumed_from_batch: int | None = None
-
-
-class _AvailableWaiter:
-    """Runs a query's ``processAllAvailable`` on a thread of its own, so that a caller can
-    wait for it with a timeout (the call itself has none: with a spout that always has
-    data it may never return). Ends with the query at the latest."""
-
-    def __init__(self, query: Any) -> None:
-        self._query = query
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, name="squall-spark-wait-idle", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._query.processAllAvailable()
-        except BaseException as exc:  # the query failed or was stopped
-            self.error = exc
-        finally:
-            self.done.set()
 
 
 @dataclass
 class _Running:
     name: str
     topology: StormTopology
-    queries: list[_Query]
+    queries: list[Query]
     run_key: str
     started: float
-    bridges: list[Any]
+    bridges: list[DRPCServer]
     status: str = "ACTIVE"
 
 
@@ -129,7 +80,7 @@ class SparkCluster(TopologyRegistry[_Running]):
     def __init__(
         self,
         master: str | None = None,
-        spark: Any = None,
+        spark: SparkSession | None = None,
         checkpoint_dir: str | None = None,
         spark_conf: dict[str, Any] | None = None,
         clock: Clock | None = None,
@@ -171,11 +122,12 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._claim(name)
         pickle_user_code_by_value(topology)
         run_key = f"{name}-{uuid.uuid4().hex}"
-        bridges: list[Any] = []
-        queries: list[_Query] = []
+        bridges: list[DRPCServer] = []
+        queries: list[Query] = []
         if is_core(topology):
             core = core_plan(name, topology, conf)  # first: what the engine cannot run
-            queries.append(self._start_core_query(name, core, run_key))
+            directory = QueryDirectory.of(self.checkpoint_dir, name, "core")
+            queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
             with self._lock:
                 self._topologies[name] = _Running(
                     name, topology, queries, run_key, time.monotonic(), bridges
@@ -185,7 +137,19 @@ class SparkCluster(TopologyRegistry[_Running]):
         plans = query_plans(topology)  # first: what the engine cannot run at all
         try:
             for plan in plans:
-                queries.append(self._start_query(name, conf, plan, run_key, bridges))
+                directory = QueryDirectory.of(self.checkpoint_dir, name, plan.key)
+                queries.append(
+                    start_batch_query(
+                        self.spark,
+                        directory,
+                        name,
+                        conf,
+                        plan,
+                        run_key,
+                        lambda source: self._drpc_address(source, conf, bridges),
+                        self.clock,
+                    )
+                )
         except BaseException:
             for started in queries:
                 started.query.stop()
@@ -198,7 +162,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             )
         self._say_if_resumed(name, queries)
 
-    def _say_if_resumed(self, name: str, queries: list[_Query]) -> None:
+    def _say_if_resumed(self, name: str, queries: list[Query]) -> None:
         """Log a warning when a query of ``name`` resumed from its checkpoint: its spouts
         continue where that run left off (a finite spout may have nothing left)."""
         resumed = [q.resumed_from_batch for q in queries if q.resumed_from_batch is not None]
@@ -211,134 +175,8 @@ class SparkCluster(TopologyRegistry[_Running]):
                 resumed[0],
             )
 
-    def _start_query(
-        self, name: str, conf: dict[str, Any], plan: QueryPlan, run_key: str, bridges: list[Any]
-    ) -> _Query:
-        """Write the sources' set-up files and start the streaming query of ``plan``: one
-        reader per source, their rows unioned."""
-        directory = os.path.join(self.checkpoint_dir, name, plan.key.replace("/", "_"))
-        os.makedirs(directory, exist_ok=True)
-        pause_file = os.path.join(directory, "paused")
-        if os.path.exists(pause_file):
-            os.remove(pause_file)
-        checkpoint = os.path.join(directory, "checkpoint")
-        resumed_from = last_committed_batch(checkpoint)
-        logs: dict[str, SpoutLog] = {}
-        frame = None
-        for source in plan.sources:
-            source_dir = os.path.join(directory, source.component_id.replace("/", "_"))
-            os.makedirs(source_dir, exist_ok=True)
-            setup_file = os.path.join(source_dir, "setup.pickle")
-            setup = SourceSetup(
-                source.component_id,
-                source.kind,
-                source.spout,
-                source.outputs,
-                Fields(list(source.fields)),
-                conf,
-                source.drpc_function,
-                source.tasks,
-                source.output_fields,
-                {s.component_id: s.tasks for s in plan.segments},
-                os.path.join(source_dir, "coordination"),
-            )
-            with open(setup_file, "wb") as handle:
-                handle.write(cloudpickle.dumps(setup))
-            log_dir = os.path.join(source_dir, "spout-log")
-            logs[source.component_id] = SpoutLog(log_dir)
-            reader = (
-                self.spark.readStream.format(SOURCE_NAME)
-                .option("source", source.component_id)
-                .option("run", run_key)
-                .option("log", log_dir)
-                .option("setup", setup_file)
-                .option("pause", pause_file)
-            )
-            if source.kind == "drpc":
-                host, port, token = self._drpc_address(source, conf, bridges)
-                reader = reader.option("drpc_host", host).option("drpc_port", str(port))
-                if token is not None:  # Spark redacts options named like *token*
-                    reader = reader.option("drpc_token", token)
-            loaded = reader.load()
-            frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = BatchRunner(
-            plan, conf, run_key, self.spark, logs, OffsetLog(checkpoint), self.clock
-        )
-        interval = int(conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
-        assert frame is not None
-        query = (
-            frame.writeStream.foreachBatch(runner)
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime=f"{interval} milliseconds")
-            .queryName(f"squall-{name}-{plan.key.replace('/', '_')}")
-            .start()
-        )
-        return _Query(plan, query, runner, directory, resumed_from_batch=resumed_from)
-
-    def _start_core_query(self, name: str, core: CorePlan, run_key: str) -> _Query:
-        """Start the streaming query of a core topology: one source per spout, their
-        packets unioned, each micro-batch run by a ``CoreRunner``."""
-        directory = os.path.join(self.checkpoint_dir, name, "core")
-        os.makedirs(directory, exist_ok=True)
-        pause_file = os.path.join(directory, "paused")
-        close_file = os.path.join(directory, "closing")
-        for leftover in (pause_file, close_file):
-            if os.path.exists(leftover):
-                os.remove(leftover)
-        checkpoint = os.path.join(directory, "checkpoint")
-        resumed_from = last_committed_batch(checkpoint)
-        for name_in_dir in os.listdir(directory):  # the set-ups of earlier runs
-            if name_in_dir.startswith("setup-") and name_in_dir.endswith(".pickle"):
-                os.remove(os.path.join(directory, name_in_dir))
-        # One file per run: Python workers cache a set-up by its path.
-        setup_path = os.path.join(directory, f"setup-{run_key}.pickle")
-        write_setup(setup_path, CoreSetup(run_key, core, os.path.join(directory, "state")))
-        logs: dict[str, SpoutLog] = {}
-        stats_paths: dict[str, str] = {}
-        tick_secs = core.min_tick_secs()
-        frame = None
-        for position, spout_id in enumerate(core.spouts):
-            source_dir = os.path.join(directory, spout_id.replace("/", "_"))
-            log_dir = os.path.join(source_dir, "spout-log")
-            logs[spout_id] = SpoutLog(log_dir)
-            stats_paths[spout_id] = os.path.join(source_dir, "stats.pickle")
-            closed = os.path.join(source_dir, "closed")
-            polls = os.path.join(source_dir, "polls")
-            for leftover in (closed, polls):
-                if os.path.exists(leftover):
-                    os.remove(leftover)
-            reader = (
-                self.spark.readStream.format(SOURCE_NAME)
-                .option("core_setup", setup_path)
-                .option("source", spout_id)
-                .option("run", run_key)
-                .option("log", log_dir)
-                .option("stats", stats_paths[spout_id])
-                .option("pause", pause_file)
-                .option("close", close_file)
-                .option("closed", closed)
-                .option("polls", polls)
-            )
-            if position == 0 and tick_secs is not None:  # idle batches bring ticks
-                reader = reader.option("ticks", str(tick_secs))
-            loaded = reader.load()
-            frame = loaded if frame is None else frame.unionAll(loaded)
-        runner = CoreRunner(
-            core, setup_path, self.spark, logs, OffsetLog(checkpoint), stats_paths, self.clock
-        )
-        interval = int(core.conf.get(BATCH_INTERVAL_KEY, DEFAULT_BATCH_INTERVAL_MS))
-        assert frame is not None
-        query = (
-            frame.writeStream.foreachBatch(runner)
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime=f"{interval} milliseconds")
-            .queryName(f"squall-{name}-core")
-            .start()
-        )
-        return _Query(None, query, runner, directory, core, resumed_from_batch=resumed_from)
-
     def _drpc_address(
-        self, source: SourcePlan, conf: dict[str, Any], bridges: list[Any]
+        self, source: SourcePlan, conf: dict[str, Any], bridges: list[DRPCServer]
     ) -> tuple[str, int, str | None]:
         """``(host, invocations port, token)`` where the source fetches DRPC requests:
         a loopback server in front of a ``LocalDRPC`` of this process, serving only its
@@ -376,72 +214,25 @@ class SparkCluster(TopologyRegistry[_Running]):
         running = self._get(name)
         deadline = time.monotonic() + timeout_secs
         for item in running.queries:
-            left = max(0.0, deadline - time.monotonic())
-            if item.core is not None:
-                if not self._wait_core_idle(running, item, left):
-                    return False
-                continue
-            if not self._wait_batch_idle(running, item, left):
-                return False
-        return True
-
-    def _wait_batch_idle(self, running: _Running, item: _Query, timeout_secs: float) -> bool:
-        waiter = item.waiter
-        if waiter is None:
-            waiter = item.waiter = _AvailableWaiter(item.query)
-        if not waiter.done.wait(timeout_secs):
-            return False  # still waiting: a later call goes on with the same waiter
-        item.waiter = None
-        if waiter.error is not None:
-            if item.query.isActive or item.query.exception() is not None:
-                # The query failed: reported by get_topology_info.
+            idle = item.wait_idle(max(0.0, deadline - time.monotonic()))
+            if item.failed:
                 running.status = "FAILED"
-                item.runner.figures.record(waiter.error)
-            return False
+            if not idle:
+                return False
         return True
-
-    def _wait_core_idle(self, running: _Running, item: _Query, timeout_secs: float) -> bool:
-        assert item.core is not None
-        paths = [
-            os.path.join(item.directory, spout_id.replace("/", "_"), "polls")
-            for spout_id in item.core.spouts
-        ]
-        started = [read_poll(path) for path in paths]
-        deadline = time.monotonic() + timeout_secs
-        while True:
-            if not item.query.isActive:
-                exception = item.query.exception()
-                if exception is not None:
-                    running.status = "FAILED"
-                    item.runner.figures.record(exception)
-                return False
-            polls = [read_poll(path) for path in paths]
-            if all(
-                poll is not None
-                and poll[0] >= (first[0] if first is not None else 0) + 2
-                and poll[1] == 0
-                and poll[2] == 0
-                for poll, first in zip(polls, started, strict=True)
-            ):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
 
     def deactivate(self, name: str) -> None:
         """Stop polling the spouts (batches already read still run)."""
         running = self._get(name)
         for item in running.queries:
-            open(os.path.join(item.directory, "paused"), "w").close()
+            item.directory.pause()
         running.status = "INACTIVE"
 
     def activate(self, name: str) -> None:
         """Resume polling the spouts."""
         running = self._get(name)
         for item in running.queries:
-            pause = os.path.join(item.directory, "paused")
-            if os.path.exists(pause):
-                os.remove(pause)
+            item.directory.resume()
         running.status = "ACTIVE"
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
@@ -449,37 +240,13 @@ class SparkCluster(TopologyRegistry[_Running]):
         running = self._get(name)
         try:
             for item in running.queries:
-                if item.core is not None:
-                    self._close_spouts(item)
-                item.runner.attempts.stop()  # an interrupted batch is not run again
-                item.query.stop()
-                if isinstance(item.runner, CoreRunner):
-                    # Gone: workers drop this run's live tasks (see bolttasks.live_bolt).
-                    os.remove(item.runner.setup_path)
+                item.stop()
         finally:
             for bridge in running.bridges:
                 bridge.stop()
-            for processor in forget(running.run_key):
-                processor.cleanup()
-            forget_batch_bolts(running.run_key)
-            forget_bolt_tasks(running.run_key)
             with self._lock:
                 self._topologies.pop(name, None)
-
-    def _close_spouts(self, item: _Query) -> None:
-        """Have a core query's sources deactivate and close their spout tasks (at their
-        next trigger); wait up to ``CLOSE_WAIT_SECS`` for them."""
-        assert item.core is not None
-        open(os.path.join(item.directory, "closing"), "w").close()
-        markers = [
-            os.path.join(item.directory, spout_id.replace("/", "_"), "closed")
-            for spout_id in item.core.spouts
-        ]
-        deadline = time.monotonic() + CLOSE_WAIT_SECS
-        while item.query.isActive and time.monotonic() < deadline:
-            if all(os.path.exists(marker) for marker in markers):
-                return
-            time.sleep(0.01)
+            TASKS.forget(running.run_key)
 
     def get_topology_info(self, name: str) -> TopologyInfo:
         """Micro-batch figures and errors (``extra``: of the first query, the spout's;
@@ -489,44 +256,16 @@ class SparkCluster(TopologyRegistry[_Running]):
         ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``resumed_from_batch``
         when the query resumed from its checkpoint. A bolt's (or stage's) capacity is
         measured against the recent micro-batches' wall time (see
-        :mod:`squall.spark.capacity`)."""
+        :mod:`squall.spark.control.capacity`)."""
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}
         per_query: dict[str, Any] = {}
         for item in running.queries:
-            figures = item.runner.figures
             if not item.query.isActive:
                 status = "FAILED" if item.query.exception() else "KILLED"
-            if isinstance(item.runner, CoreRunner):
-                components.update(item.runner.component_stats())
-                per_query["core"] = _batch_figures(figures, item.resumed_from_batch)
-                continue
-            assert item.plan is not None
-            for source in item.plan.sources:
-                components[source.component_id] = ComponentStats(
-                    source.component_id,
-                    "spout",
-                    [0],
-                    emitted=item.runner.emitted[source.component_id],
-                    errors=list(figures.errors),
-                    errors_total=len(figures.errors),
-                )
-            for segment in item.plan.segments:
-                executed, emitted, transferred, seconds = item.runner.component_figures(
-                    segment.component_id
-                )
-                components[segment.component_id] = ComponentStats(
-                    segment.component_id,
-                    "bolt",
-                    list(range(segment.tasks)),
-                    emitted=int(emitted),
-                    transferred=int(transferred),
-                    executed=int(executed),
-                    execute_latency_ms=seconds * 1000.0 / executed if executed else 0.0,
-                    capacity=item.runner.capacity.capacity(segment.component_id, segment.tasks),
-                )
-            per_query[item.plan.key] = _batch_figures(figures, item.resumed_from_batch)
+            components.update(item.driver.component_stats())
+            per_query[item.key] = _batch_figures(item.driver.figures, item.resumed_from_batch)
         first = next(iter(per_query.values()))
         extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
         resources = self.resources.line()
@@ -558,7 +297,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
 
-def _batch_figures(figures: Any, resumed_from_batch: int | None) -> dict[str, Any]:
+def _batch_figures(figures: BatchFigures, resumed_from_batch: int | None) -> dict[str, Any]:
     """What ``get_topology_info`` reports about a query's micro-batches (with
     ``resumed_from_batch`` if the query resumed from its checkpoint)."""
     resumed = {} if resumed_from_batch is None else {"resumed_from_batch": resumed_from_batch}

@@ -6,14 +6,17 @@ Runs on the Spark driver, inside the streaming query's ``foreachBatch`` call.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 #: The query's session: adaptive execution splits every exchange into a job of its own
 #: and can change nothing in these plans (their partition counts are task counts).
 ADAPTIVE_EXECUTION_KEY = "spark.sql.adaptive.enabled"
 
 
-def plan_without_adaptive_execution(frame: Any) -> None:
+def plan_without_adaptive_execution(frame: DataFrame) -> None:
     """Turn adaptive query execution off for the plans built on ``frame``.
 
     ``frame.sparkSession`` is the streaming query's own copy of the session (Spark makes
@@ -23,7 +26,7 @@ def plan_without_adaptive_execution(frame: Any) -> None:
     frame.sparkSession.conf.set(ADAPTIVE_EXECUTION_KEY, "false")
 
 
-def run_for_effects(output: Any) -> None:
+def run_for_effects(output: DataFrame) -> None:
     """Compute ``output`` (and every stage before it not yet run) for the effects of its
     tasks, dropping its rows: a ``noop`` write, one job, without the extra aggregation
     stage a ``count()`` adds."""

@@ -10,17 +10,17 @@ import threading
 from typing import Any
 
 from squall.spark.errors import SparkUnavailableError
-from squall.spark.javaerrors import innermost_cause
-from squall.spark.jvm import (
+from squall.spark.runtime.javaerrors import innermost_cause
+from squall.spark.runtime.jvm import (
     EXTRA_JAVA_OPTIONS,
     has_own_log_configuration,
     last_output,
     output_conf,
     start_quietly,
 )
-from squall.spark.masters import check_master
-from squall.spark.pythonexec import worker_python
-from squall.spark.workerlog import ENVIRONMENT_KEY, mode
+from squall.spark.runtime.masters import check_master
+from squall.spark.runtime.pythonexec import worker_python
+from squall.spark.runtime.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
@@ -93,7 +93,7 @@ def get_session(
 
     The Python workers run the same interpreter as this process (``PYSPARK_PYTHON``), so
     squall and the user's code are importable there; on a local master they import
-    PySpark from its installed files (see :mod:`squall.spark.pythonexec`).
+    PySpark from its installed files (see :mod:`squall.spark.runtime.pythonexec`).
 
     Raises:
         SparkUnavailableError: Java is missing, ``master`` is malformed or cannot be
@@ -144,7 +144,7 @@ _chosen_python: str | None = None
 def _prepare_environment(verbose: bool, settings: dict[str, str]) -> None:
     """The environment Spark's processes inherit from this one (local masters).
 
-    ``PYSPARK_PYTHON`` is squall's choice (see :mod:`squall.spark.pythonexec`) unless the
+    ``PYSPARK_PYTHON`` is squall's choice (see :mod:`squall.spark.runtime.pythonexec`) unless the
     user set it, or ``spark.pyspark.python``, themselves.
     """
     global _chosen_python

@@ -6,7 +6,7 @@ Quiet (the default): Spark logs errors only (a log4j2 configuration shipped with
 reaches this process's through a pipe that drops the notice the JVM itself prints at
 start (``WARNING: Using incubator modules``) and holds what is printed while a session
 starts: released once it has started, kept out of the console if it fails (the
-failure is then one line, see :mod:`squall.spark.javaerrors`).
+failure is then one line, see :mod:`squall.spark.runtime.javaerrors`).
 
 Verbose: Spark's own defaults (log at WARN, progress bars) and the JVM writes to this
 process's standard error directly.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 #: Spark's log configuration for a quiet session: errors only.
-QUIET_LOG_CONFIGURATION = Path(__file__).with_name("log4j2-quiet.properties")
+QUIET_LOG_CONFIGURATION = Path(__file__).parents[1] / "log4j2-quiet.properties"
 #: Lines the JVM prints at start whatever the log configuration; dropped when quiet.
 START_NOTICES = ("WARNING: Using incubator modules",)
 #: Lines of the JVM's standard error kept to explain a failed start.

@@ -1,8 +1,8 @@
 """Running a micro-batch again when it fails, with a back-off between attempts.
 
-Both batch runners (Trident or transactional queries, core topologies) use
+The micro-batch driver of every query (core, Trident or transactional) uses
 :class:`BatchRetries`: a failed attempt is recorded, then, while retries are left, the
-runner waits the back-off of :class:`~squall.runtime.backoff.RetryBackoff` (on the
+driver waits the back-off of :class:`~squall.runtime.backoff.RetryBackoff` (on the
 cluster's clock) and runs the batch again under the same transaction id. Killing the
 topology ends a wait at once.
 """

@@ -5,7 +5,7 @@ for the component's tasks, and each task in the partition runs its packets' tupl
 through the engine-neutral ``BoltRunner`` (the local engine's: the same fail-on-
 exception, acking and metrics). A task is prepared once per process and kept warm
 between micro-batches while Spark reuses the Python worker; after each batch its state
-is snapshotted (see ``squall.spark.taskstate``), so a task that runs a batch again, or
+is snapshotted (see ``squall.spark.execute.taskstate``), so a task that runs a batch again, or
 runs in another worker, starts from the state before that batch.
 
 What a task acked (the XOR of its acks per root id) and failed is sent to the driver
@@ -18,60 +18,53 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import pickle
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from pyspark.accumulators import AccumulatorParam
-
-from squall.model.tuple import TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
 from squall.runtime.tasks import BoltRunner
-from squall.spark.taskstate import (
-    CoreSetup,
+from squall.spark.control.taskcache import TASKS
+from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
+from squall.spark.execute.packets import (
+    NO_TASK,
+    ArrowFunction,
     Packet,
-    SnapshotStore,
-    collection_paused,
-    forget_setup,
-    load_setup,
-    pack,
+    pack_values,
+    packets_from_arrow,
     packets_to_arrow,
+    unpack,
+)
+from squall.spark.execute.snapshots import (
+    Engine,
+    SnapshotStore,
+    TaskSnapshot,
     picklable_state,
     restore_routes,
     restore_state,
     routes_state,
     task_directory,
-    unpack,
+)
+from squall.spark.execute.taskstate import (
+    SETUP_PATH,
+    CoreSetup,
+    collection_paused,
+    core_setup,
     wire_task,
 )
-from squall.spark.workerprocess import prepare_process
+from squall.spark.runtime.workerprocess import prepare_process
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.accumulators import Accumulator
 
 logger = logging.getLogger("squall")
 
-#: Live bolt tasks in this process, by (run, component, task index).
-_LIVE: dict[tuple[str, str, int], LiveBolt] = {}
-
 #: ``last_batch`` of a task interrupted in a batch: whatever comes next restores.
 _PARTIAL = -(2**62)
-
-ReportKey = tuple[int, int, str, int]
-"""``(batch id, attempt, component id, task index)``."""
-
-
-class ReportsParam(AccumulatorParam):
-    """Task reports by key: merging replaces (a Spark task run twice reports once)."""
-
-    def zero(self, value: dict[ReportKey, dict[str, Any]]) -> dict[ReportKey, dict[str, Any]]:
-        return {}
-
-    def addInPlace(
-        self, value1: dict[ReportKey, dict[str, Any]], value2: dict[ReportKey, dict[str, Any]]
-    ) -> dict[ReportKey, dict[str, Any]]:
-        value1.update(value2)
-        return value1
 
 
 class LiveBolt:
@@ -106,7 +99,7 @@ class LiveBolt:
                 f"bolt {self.component_id!r} task {self.task_id}: prepare raised "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        self.engine = {
+        self.engine: Engine = {
             "collector": collector,
             "basic_collector": self.runner.basic_collector,
             "context": parts.context,
@@ -123,10 +116,10 @@ class LiveBolt:
             self.runner.stop()
             self._start()
             return
-        snapshot = pickle.loads(self.store.read(latest))
+        snapshot = self.store.read(latest)
         runner = self.runner
-        runner.component = restore_state(runner.component, snapshot["component"], self.engine)
-        restore_routes(self.routes, snapshot["routes"], self.engine)
+        runner.component = restore_state(runner.component, snapshot.component, self.engine)
+        restore_routes(self.routes, snapshot.routes, self.engine)
         self.last_batch = latest
 
     def _snapshot(self, batch_id: int) -> None:
@@ -141,10 +134,10 @@ class LiveBolt:
                 skipped,
             )
         routes = routes_state(self.routes, self.engine)
-        self.store.write(batch_id, pickle.dumps({"component": component, "routes": routes}))
+        self.store.write(batch_id, TaskSnapshot(component, routes))
         self.last_batch = batch_id
 
-    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], dict[str, Any]]:
+    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], TaskReport]:
         """Execute ``tuples`` (ticks first) as batch ``batch_id``; return the packets
         emitted and the task's report (ledger and metrics of this batch)."""
         self._ensure(batch_id)
@@ -167,98 +160,92 @@ class LiveBolt:
         errors = list(stats.errors)
         stats.errors.clear()
         metrics = runner.component.metrics if implements(runner.component, ReportsMetrics) else None
-        report = {
-            "acks": acks,
-            "fails": fails,
-            "executed": stats.executed - counters[0],
-            "acked": stats.acked - counters[1],
-            "failed": stats.failed - counters[2],
-            "errors_total": stats.errors_total - counters[3],
-            "errors": errors,
-            "busy_secs": stats.busy_secs - busy,
-            "process_secs": stats.process_secs - process_secs,
-            "process_count": stats.process_count - process_count,
-            "streams": {
+        figures = TaskFigures(
+            executed=stats.executed - counters[0],
+            acked=stats.acked - counters[1],
+            failed=stats.failed - counters[2],
+            errors_total=stats.errors_total - counters[3],
+            errors=errors,
+            busy_secs=stats.busy_secs - busy,
+            process_secs=stats.process_secs - process_secs,
+            process_count=stats.process_count - process_count,
+            streams={
                 s: (r.emitted - streams[s][0], r.transferred - streams[s][1])
                 for s, r in self.routes.items()
                 if r.emitted != streams[s][0]
             },
-            "custom": dict(metrics()) if metrics is not None else {},
-        }
-        return packets, report
+            custom=dict(metrics()) if metrics is not None else {},
+        )
+        return packets, TaskReport(figures, acks, fails)
 
 
-#: The set-up file of each run with live tasks in this process.
-_RUN_SETUPS: dict[str, str] = {}
-
-
-def forget_finished_runs(current: str, setup_path: str) -> None:
-    """Note that run ``current`` has its set-up at ``setup_path``; drop the live tasks
-    (after their ``cleanup``) of other runs whose set-up file is gone: the cluster
-    removes it when it kills the topology."""
-    _RUN_SETUPS[current] = setup_path
-    for run_key, path in list(_RUN_SETUPS.items()):
-        if run_key != current and not os.path.exists(path):
-            del _RUN_SETUPS[run_key]
-            forget_setup(path)
-            forget(run_key)
+def forget_finished_runs(current: str) -> None:
+    """Drop what other runs keep in this process (their live tasks, after their
+    ``cleanup``) once their set-up file is gone: the cluster removes it when it kills
+    the topology."""
+    for run_key in TASKS.runs():
+        path = TASKS.peek(run_key, SETUP_PATH)
+        if run_key != current and path is not None and not os.path.exists(path):
+            TASKS.forget(run_key)
 
 
 def live_bolt(setup: CoreSetup, component_id: str, task_index: int) -> LiveBolt:
-    """The task's live bolt in this process (made and prepared on first use)."""
-    key = (setup.run_key, component_id, task_index)
-    live = _LIVE.get(key)
-    if live is None:
-        live = _LIVE[key] = LiveBolt(setup, component_id, task_index)
-    return live
+    """The task's live bolt in this process (made and prepared on first use; stopped,
+    after its ``cleanup``, when the run is forgotten)."""
+    return TASKS.get(
+        setup.run_key,
+        ("bolt", component_id, task_index),
+        lambda: LiveBolt(setup, component_id, task_index),
+        lambda live: live.runner.stop(),
+    )
 
 
 def stage_function(
-    setup_path: str, component_id: str, batch_id: int, attempt: int, reports: Any
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    run_key: str,
+    setup_path: str,
+    component_id: str,
+    batch_id: int,
+    attempt: int,
+    reports: Accumulator[Reports],
+) -> ArrowFunction:
     """The ``mapInArrow`` function running bolt ``component_id`` in batch ``batch_id``:
     each task whose packets are in the partition runs them (tick packets first)."""
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_process()
         with collection_paused():
             output = run_stage(batches)
         yield output
 
-    def run_stage(batches: Iterator[Any]) -> Any:
+    def run_stage(batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
         import pyarrow as pa
 
-        setup = load_setup(setup_path)
-        forget_finished_runs(setup.run_key, setup_path)
-        core = setup.core
-        task_component = core.plan.task_component
-        infos = core.infos
-        by_task: dict[int, list[tuple[str, int, bytes]]] = {}
+        setup = core_setup(run_key, setup_path)
+        forget_finished_runs(run_key)
+        infos = setup.core.infos
+        by_task: dict[int, list[Packet]] = {}
         for batch in batches:
             if not batch.num_rows:
                 continue
-            columns = [batch.column(name).to_pylist() for name in ("target", "stream")]
-            sources = batch.column("source_task").to_pylist()
-            blobs = batch.column("tuples").to_pylist()
-            for target, stream, source, blob in zip(*columns, sources, blobs, strict=True):
-                entries = by_task.get(target)
+            for packet in packets_from_arrow(batch):
+                entries = by_task.get(packet.target)
                 if entries is None:
-                    entries = by_task[target] = []
-                entries.append((stream, source, blob))
+                    entries = by_task[packet.target] = []
+                entries.append(packet)
         packets: list[Packet] = []
-        produced: dict[ReportKey, dict[str, Any]] = {}
+        produced: Reports = {}
         for target in sorted(by_task):
-            entries = sorted(by_task[target], key=lambda e: e[0] != TICK_STREAM)
+            entries = sorted(by_task[target], key=lambda p: p.stream != TICK_STREAM)
             tuples: list[Tuple] = []
-            for stream, source, blob in entries:
-                if stream == TICK_STREAM:
+            for packet in entries:
+                if packet.stream == TICK_STREAM:
                     info = TICK_STREAM_INFO
                 else:
-                    info = infos[(task_component[source], stream)]
-                tuples.extend(unpack(blob, info, source))
+                    info = infos[(packet.source, packet.stream)]
+                tuples.extend(unpack(packet.tuples, info, packet.source_task))
             emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
             packets.extend(emitted)
-            produced[(batch_id, attempt, component_id, target)] = report
+            produced[ReportKey(batch_id, attempt, component_id, target)] = report
         if produced:
             reports.add(produced)
         return packets_to_arrow(packets, pa)
@@ -268,15 +255,11 @@ def stage_function(
 
 def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]:
     """A tick tuple for each task of a stage, as packets."""
-    blob = pack([[rate_secs]], [None])
-    return [(stage_index, task, TICK_STREAM, -1, blob) for task in range(tasks)]
+    blob = pack_values([[rate_secs]])
+    return [
+        Packet(stage_index, task, SYSTEM_COMPONENT, TICK_STREAM, NO_TASK, 1, blob)
+        for task in range(tasks)
+    ]
 
 
-def forget(run_key: str) -> None:
-    """Drop the live tasks of a topology run in this process (after ``cleanup``, whose
-    errors are counted in the dropped task's metrics)."""
-    for key in [k for k in _LIVE if k[0] == run_key]:
-        _LIVE.pop(key).runner.stop()
-
-
-__all__ = ["LiveBolt", "ReportsParam", "stage_function", "tick_packets"]
+__all__ = ["LiveBolt", "stage_function", "tick_packets"]

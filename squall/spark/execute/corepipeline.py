@@ -1,9 +1,10 @@
-"""The driver side of a core topology's micro-batch (the ``foreachBatch`` function).
+"""How a core topology's micro-batch runs, on the driver (the pipeline the
+``foreachBatch`` driver of ``execute.driver`` runs it with).
 
 Batch ``batch_id`` runs every bolt once, in topological order, each as a Spark stage:
 the packets addressed to the bolt (from the spouts' sources and from earlier stages)
 are repartitioned by target task with ``repartitionById`` and run per partition with
-``mapInArrow`` (see ``squall.spark.bolttasks``). A bolt fed only by local-or-shuffle
+``mapInArrow`` (see ``squall.spark.execute.bolttasks``). A bolt fed only by local-or-shuffle
 from one bolt with no more tasks than itself needs no exchange: it runs in the same
 Spark task as the bolt before it. A stage's output read by several bolts is computed
 once (``localCheckpoint``).
@@ -17,23 +18,26 @@ the spouts' sources, whose tasks call ``ack``/``fail`` before their next batch.
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.model.grouping import GroupingKind
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
-from squall.spark.bolttasks import ReportsParam, stage_function, tick_packets
-from squall.spark.capacity import CapacityWindow
-from squall.spark.coreplan import BoltStagePlan, CorePlan
-from squall.spark.coresource import read_spout_stats, write_outcome
-from squall.spark.microbatch import plan_without_adaptive_execution, run_for_effects
-from squall.spark.offsets import OffsetLog
-from squall.spark.retries import BatchRetries
-from squall.spark.runner import BatchFigures
-from squall.spark.spoutlog import SpoutLog
-from squall.spark.taskstate import CORE_SCHEMA, collection_paused
+from squall.spark.control.capacity import CapacityWindow
+from squall.spark.control.rundir import QueryDirectory
+from squall.spark.execute.bolttasks import stage_function, tick_packets
+from squall.spark.execute.driver import Ranges, reports_accumulator
+from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
+from squall.spark.execute.packets import PACKET_SCHEMA
+from squall.spark.execute.taskstate import collection_paused
+from squall.spark.plan.core import BoltStagePlan, CorePlan
+from squall.spark.sources.spoutlog import SpoutLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The frame key of the spouts' packets (one frame: the union of their sources).
 SPOUTS = "$spouts"
@@ -47,50 +51,47 @@ class _StreamCounts:
     transferred: int = 0
 
 
-def fold_report(stats: TaskStats, report: dict[str, Any]) -> None:
-    """Add a task's report of one batch to its cumulative counters (on the driver)."""
-    stats.executed += report["executed"]
-    stats.acked += report["acked"]
-    stats.failed += report["failed"]
-    stats.errors_total += report["errors_total"]
-    stats.busy_secs += report["busy_secs"]
-    stats.process_secs += report["process_secs"]
-    stats.process_count += report["process_count"]
-    for stream, (emitted, transferred) in report["streams"].items():
+def fold_figures(stats: TaskStats, figures: TaskFigures) -> None:
+    """Add a task's figures of one batch to its cumulative counters (on the driver)."""
+    stats.executed += figures.executed
+    stats.acked += figures.acked
+    stats.failed += figures.failed
+    stats.errors_total += figures.errors_total
+    stats.busy_secs += figures.busy_secs
+    stats.process_secs += figures.process_secs
+    stats.process_count += figures.process_count
+    for stream, (emitted, transferred) in figures.streams.items():
         counts = stats.routes.setdefault(stream, _StreamCounts())
         counts.emitted += emitted
         counts.transferred += transferred
-    stats.errors.extend(report["errors"])
+    stats.errors.extend(figures.errors)
 
 
-class CoreRunner:
-    """The ``foreachBatch`` function of a core topology on Spark.
+class CorePipeline:
+    """How a micro-batch of a core topology runs (the ``Pipeline`` of its
+    :class:`~squall.spark.execute.driver.MicroBatchDriver`).
 
-    A failed batch (an engine or Spark error: a user exception only fails its tuple) is
-    run again, up to ``topology.spark.batch.retries`` times, each time after the
-    back-off of :class:`~squall.spark.retries.BatchRetries` on ``clock``; bolt tasks
-    start it again from their snapshots, so state is applied once.
+    A failed attempt (an engine or Spark error: a user exception only fails its tuple)
+    is run again by the driver; bolt tasks start it again from their snapshots, so
+    state is applied once. Runs on the driver.
     """
 
     def __init__(
         self,
         core: CorePlan,
+        run_key: str,
         setup_path: str,
-        spark: Any,
+        spark: SparkSession,
         logs: dict[str, SpoutLog],
-        offsets: OffsetLog,
-        stats_paths: dict[str, str],
-        clock: Clock = SYSTEM_CLOCK,
+        directory: QueryDirectory,
     ) -> None:
         self.core = core
+        self.run_key = run_key
         self.setup_path = setup_path
         self.spark = spark
         self.logs = logs
-        self.offsets = offsets
-        self.stats_paths = stats_paths
-        self.reports = spark.sparkContext.accumulator({}, ReportsParam())
-        self.figures = BatchFigures()
-        self.attempts = BatchRetries(core.conf, self.figures, clock, f"topology {core.name!r}")
+        self.directory = directory
+        self.reports = reports_accumulator(spark)
         #: Per bolt task: its counters, and its component's own metrics (last report).
         self.bolts: dict[tuple[str, int], TaskStats] = {
             (stage.component_id, index): TaskStats(stage.component_id, task_id)
@@ -98,22 +99,33 @@ class CoreRunner:
             for index, task_id in enumerate(stage.task_ids)
         }
         self.custom: dict[tuple[str, int], dict[str, float]] = {}
-        #: Per bolt task: its busy seconds over the recent batches' wall time.
-        self.capacity = CapacityWindow()
         self.last_tick: dict[str, float] = {}
+        #: The roots of the trees that failed or did not complete, per settled batch
+        #: whose outcome is not written yet.
+        self.failed: dict[int, set[int]] = {}
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
-        started = time.perf_counter()
-        ranges = self.offsets.ranges(batch_id)
-        failed = self.attempts.run(batch_id, lambda attempt: self._run(frame, batch_id, attempt))
+    def admits(self, batch_id: int, ranges: Ranges) -> bool:
+        """Every micro-batch runs."""
+        return True
+
+    def absorbs(self, batch_id: int, error: Exception) -> bool:
+        """A micro-batch that fails every attempt stops the query."""
+        return False
+
+    def finish(self, batch_id: int, ranges: Ranges) -> int:
+        """Write the batch's outcome for each spout's source (its trees acked, except
+        the failed ones); returns the tuples the spouts emitted into it."""
+        failed = self.failed.pop(batch_id, set())
         rows = 0
         for component_id, log in self.logs.items():
             for index in ranges.get(component_id, range(0)):
-                write_outcome(log, index, failed)
-                rows += log.count(index)
-        seconds = time.perf_counter() - started
-        self.figures.finished(batch_id, rows, seconds * 1000.0)
-        self.capacity.record(seconds, {key: stats.busy_secs for key, stats in self.bolts.items()})
+                log.write_outcome(index, failed)
+                rows += log.emitted(index)
+        return rows
+
+    def busy(self) -> dict[Hashable, float]:
+        """Busy seconds so far per bolt task (``(component, task index)``)."""
+        return {key: stats.busy_secs for key, stats in self.bolts.items()}
 
     def _ticks(self) -> dict[str, float]:
         """The bolts due a tick tuple at the start of this batch, with their rates."""
@@ -160,14 +172,13 @@ class CoreRunner:
         producer = self.core.stage(next(iter(sources)))
         return producer.tasks <= stage.tasks
 
-    def _run(self, frame: Any, batch_id: int, attempt: int) -> set[int]:
+    def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
+        """Run every bolt's stage of the micro-batch, in topological order."""
         from pyspark.sql import DataFrame
         from pyspark.sql.functions import col
 
         core = self.core
         plan_without_adaptive_execution(frame)
-        ranges = self.offsets.ranges(batch_id)
-        self.reports.value = {}
         readers: dict[str, int] = {}
         for stage in core.stages:
             for producer in self._producers(stage):
@@ -182,16 +193,16 @@ class CoreRunner:
             rate = ticks.get(stage.component_id)
             if rate is not None:
                 packets = tick_packets(stage.index, stage.tasks, rate)
-                parts.append(self.spark.createDataFrame(packets, CORE_SCHEMA))
+                parts.append(self.spark.createDataFrame(packets, PACKET_SCHEMA))
             if not parts:
                 continue
             inputs = reduce(DataFrame.unionAll, parts)
             if not self._aligned(stage, rate is not None, ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
-                self.setup_path, stage.component_id, batch_id, attempt, self.reports
+                self.run_key, self.setup_path, stage.component_id, batch_id, attempt, self.reports
             )
-            output = inputs.mapInArrow(function, CORE_SCHEMA)
+            output = inputs.mapInArrow(function, PACKET_SCHEMA)
             count = readers.get(stage.component_id, 0)
             if count == 0:
                 terminal.append(output)
@@ -203,40 +214,41 @@ class CoreRunner:
             run_for_effects(output)
         if not terminal and SPOUTS in frames and not core.stages:
             run_for_effects(frames[SPOUTS])
+
+    def settle(self, batch_id: int, ranges: Ranges, reports: Reports) -> None:
+        """Aggregate the batch's XOR ledger by root id (the spouts' init values and the
+        tasks' acks) and fold the task reports into the metrics; the trees that failed
+        or did not complete are kept for :meth:`finish`."""
         with collection_paused():
-            return self._ledger(batch_id, attempt)
+            values: dict[int, int] = {}
+            for component_id, log in self.logs.items():
+                for index in ranges.get(component_id, range(0)):
+                    batch = log.batch(index).core
+                    if batch is not None:
+                        values.update(batch.inits)
+            failed: set[int] = set()
+            for report_key, report in reports.items():
+                figures = report.figures
+                key = (report_key.component_id, report_key.task_index)
+                fold_figures(self.bolts[key], figures)
+                self.custom[key] = figures.custom
+                for root, value in report.acks.items():
+                    current = values.get(root)
+                    if current is not None:
+                        values[root] = current ^ value
+                failed.update(report.fails)
+            incomplete = {root for root, value in values.items() if value}
+            self.failed[batch_id] = incomplete | (failed & values.keys())
 
-    def _ledger(self, batch_id: int, attempt: int) -> set[int]:
-        """Aggregate the batch's XOR ledger by root id; fold the task reports into the
-        metrics. Returns the roots of trees that failed or did not complete."""
-        ranges = self.offsets.ranges(batch_id)
-        values: dict[int, int] = {}
-        for component_id, log in self.logs.items():
-            for index in ranges.get(component_id, range(0)):
-                values.update(log.data(index)["inits"])
-        failed: set[int] = set()
-        reports = self.reports.value
-        for (batch, run, component_id, task), report in reports.items():
-            if batch != batch_id or run != attempt:
-                continue
-            fold_report(self.bolts[(component_id, task)], report)
-            self.custom[(component_id, task)] = report["custom"]
-            for root, value in report["acks"].items():
-                current = values.get(root)
-                if current is not None:
-                    values[root] = current ^ value
-            failed.update(report["fails"])
-        self.reports.value = {}
-        incomplete = {root for root, value in values.items() if value}
-        return incomplete | (failed & values.keys())
-
-    def component_stats(self) -> dict[str, ComponentStats]:
+    def component_stats(
+        self, capacity: CapacityWindow, figures: BatchFigures
+    ) -> dict[str, ComponentStats]:
         """Metrics of every spout and bolt so far; a bolt's capacity is its busiest
-        task's (see :mod:`squall.spark.capacity`)."""
+        task's (see :mod:`squall.spark.control.capacity`)."""
         core = self.core
         components: dict[str, ComponentStats] = {}
         for component_id in core.spouts:
-            stats = read_spout_stats(self.stats_paths[component_id])
+            stats = self.directory.source(component_id).read_stats()
             if stats is None:
                 tasks = core.plan.component_tasks[component_id]
                 stats = ComponentStats(component_id, "spout", list(tasks))
@@ -245,7 +257,7 @@ class CoreRunner:
         for stage in core.stages:
             keys = [(stage.component_id, index) for index in range(stage.tasks)]
             summary = summarize(stage.component_id, "bolt", [self.bolts[k] for k in keys], now)
-            summary.capacity = max(self.capacity.capacity(key) for key in keys)
+            summary.capacity = max(capacity.capacity(key) for key in keys)
             for key in keys:
                 for name, value in self.custom.get(key, {}).items():
                     summary.custom[name] = summary.custom.get(name, 0) + value

@@ -19,7 +19,7 @@ from squall.model.topology import StormTopology
 from squall.model.tuple import StreamInfo
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.system import acker_count, system_topology, validate_submission
-from squall.spark.pickling import check_picklable
+from squall.spark.plan.pickling import check_picklable
 
 #: The task id that stands for the ackers on Spark: what tasks send to it (acks, fails)
 #: is the XOR ledger of the micro-batch, collected at its end.

@@ -11,19 +11,22 @@ batch's ``TransactionAttempt`` back in front.
 from __future__ import annotations
 
 import copy
-import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
-from squall.spark.plan import SegmentPlan
-from squall.spark.stages import Emit, Row, TaskView, arrow_function, route_emits
+from squall.spark.control.taskcache import TASKS
+from squall.spark.execute.figures import ReportKey, Reports
+from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values
+from squall.spark.execute.routing import Emit, route_emits
+from squall.spark.execute.stages import arrow_function
+from squall.spark.execute.taskview import TaskView
+from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 
-#: Task views of tasks prepared in this process (``prepare_task`` done), with their
-#: declared bolt, per (run, stage, partition).
-_PREPARED: dict[tuple[str, int, int], tuple[TaskView, Any]] = {}
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
 
 
 class BatchEmits:
@@ -36,14 +39,14 @@ class BatchEmits:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` (first value: the batch's attempt) on ``stream``."""
-        self.emits.append((stream, list(values[1:]), None))
+        self.emits.append(Emit(stream, list(values[1:]), None))
         return []
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
     ) -> None:
         """Emit ``values`` to task ``task_id`` (a task index) on a direct stream."""
-        self.emits.append((stream, list(values[1:]), task_id))
+        self.emits.append(Emit(stream, list(values[1:]), task_id))
 
     def report_error(self, error: BaseException | str) -> None:
         """Fail the batch with ``error`` (it is run again)."""
@@ -60,27 +63,30 @@ class BatchBoltStage:
     ) -> None:
         self.plan = plan
         self.attempt = TransactionAttempt(txid, attempt)
+        self.attempt_number = attempt
         self.conf = conf
         self.run_key = run_key
-        #: Emit calls of the last ``run_partition``.
+        #: Tuples in and emit calls of the last ``run_partition``.
+        self.executed = 0
         self.emitted = 0
 
     def _view(self, partition: int) -> TaskView:
-        key = (self.run_key, self.plan.index, partition)
-        prepared = _PREPARED.get(key)
-        if prepared is None:
-            plan = self.plan
-            view = TaskView(
-                plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks
-            )
-            if implements(plan.segment.bolt, PreparesTask):
-                plan.segment.bolt.prepare_task(self.conf, view)
-            prepared = _PREPARED[key] = (view, plan.segment.bolt)
+        """The task's view, its bolt's ``prepare_task`` done once per process (the
+        task cache runs its ``cleanup_task`` when the run is forgotten)."""
+        key = ("batch bolt", self.plan.index, partition)
+        prepared = TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
         return prepared[0]
 
-    def run_partition(self, partition: int, rows: Iterable[tuple[str, bytes]]) -> list[Row]:
+    def _prepare(self, partition: int) -> tuple[TaskView, Any]:
+        plan = self.plan
+        view = TaskView(plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks)
+        if implements(plan.segment.bolt, PreparesTask):
+            plan.segment.bolt.prepare_task(self.conf, view)
+        return (view, plan.segment.bolt)
+
+    def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Run the bolt's instance for this batch over one partition's tuples; return
-        the routed output rows."""
+        the routed output."""
         plan = self.plan
         view = self._view(partition)
         declared = plan.segment.bolt
@@ -92,26 +98,33 @@ class BatchBoltStage:
         collector = BatchEmits(plan.component_id)
         attempt = self.attempt
         bolt.prepare(self.conf, view, collector, attempt)
-        infos: dict[str, StreamInfo] = {}
-        for port, blob in rows:
+        infos: dict[tuple[str, str], StreamInfo] = {}
+        executed = 0
+        for packet in packets:
+            port = (packet.source, packet.stream)
             info = infos.get(port)
             if info is None:
-                source, _, stream = port.partition("|")
-                info = infos[port] = StreamInfo(source, stream, plan.input_fields[(source, stream)])
-            bolt.execute(Tuple([attempt, *pickle.loads(blob)], info, -1))
+                info = infos[port] = StreamInfo(*port, plan.input_fields[port])
+            executed += packet.size
+            for values in unpack_values(packet.tuples):
+                bolt.execute(Tuple([attempt, *values], info, -1))
         bolt.finish_batch()
+        self.executed = executed
         self.emitted = len(collector.emits)
         return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
 
-    def arrow_function(self, figures: Any = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+        txid = self.attempt.transaction_id
+        return ReportKey(txid - 1, self.attempt_number, self.plan.component_id, partition)
+
+    def arrow_function(self, reports: Accumulator[Reports]) -> ArrowFunction:
         """The ``mapInArrow`` function running this stage on executors."""
-        return arrow_function(self, figures)
+        return arrow_function(self, reports)
 
 
-def forget(run_key: str) -> None:
-    """Let the bolts of a topology run that were prepared in this process release their
-    task-level resources (``cleanup_task``)."""
-    for key in [k for k in _PREPARED if k[0] == run_key]:
-        _, bolt = _PREPARED.pop(key)
-        if implements(bolt, CleansUpTask):
-            bolt.cleanup_task()
+def _cleanup(prepared: tuple[TaskView, Any]) -> None:
+    """Let a task's bolt release its task-level resources (``cleanup_task``)."""
+    _, bolt = prepared
+    if implements(bolt, CleansUpTask):
+        bolt.cleanup_task()

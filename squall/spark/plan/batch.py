@@ -13,14 +13,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
-from squall.model.topology import StormTopology
+from squall.model.topology import ComponentSpec, StormTopology
 from squall.runtime.hooks import FlagsCommitter
-from squall.spark.pickling import check_picklable
+from squall.spark.plan.pickling import check_picklable
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
 from squall.trident.spouts import (
@@ -28,6 +28,15 @@ from squall.trident.spouts import (
     OpaquePartitionedTridentSpout,
     PartitionedTridentSpout,
 )
+
+if TYPE_CHECKING:
+    from squall.drpc.local import LocalDRPC
+    from squall.transactional.spouts import TransactionalSpout
+
+    #: The spouts a batch source runs: a Trident spout or a transactional topology's.
+    SourceSpout = (
+        BatchSpout | PartitionedTridentSpout | OpaquePartitionedTridentSpout | TransactionalSpout
+    )
 
 UNSUPPORTED_HINT = "run it on LocalCluster for now"
 
@@ -59,6 +68,8 @@ class SegmentPlan:
 
     index: int
     component_id: str
+    #: A ``TridentSegment`` or a ``BatchBoltExecutor`` (whose attributes the stages
+    #: read and probe directly).
     segment: Any
     tasks: int
     committer: bool
@@ -86,11 +97,11 @@ class SourcePlan:
 
     component_id: str
     kind: SourceKind
-    spout: Any
+    spout: SourceSpout | None
     fields: tuple[str, ...]
     outputs: list[Edge]
     drpc_function: str | None = None
-    drpc: Any = None
+    drpc: LocalDRPC | None = None
     tasks: int = 1
     output_fields: dict[str, Fields] = field(default_factory=dict)
 
@@ -128,7 +139,7 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
             (the message names it and suggests LocalCluster).
     """
     sources: list[SourcePlan] = []
-    segments: dict[str, Any] = {}
+    segments: dict[str, tuple[ComponentSpec, TridentSegment]] = {}
     for spec in topology:
         component = spec.component
         inner = getattr(component, "spout", None)
@@ -231,7 +242,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPla
     check_picklable(emitter.component.spout, emitter_id)
     tasks = {spec.component_id: spec.num_tasks for spec in topology}
 
-    def stripped(spec: Any) -> dict[str, Fields]:
+    def stripped(spec: ComponentSpec) -> dict[str, Fields]:
         return {
             stream: Fields(list(declaration.fields)[1:])
             for stream, declaration in spec.streams.items()
@@ -287,7 +298,7 @@ def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPla
     return QueryPlan(emitter_id, [source], [plans[cid] for cid in ordered])
 
 
-def _spout_kind(spout: Any, component_id: str) -> SourceKind:
+def _spout_kind(spout: object, component_id: str) -> SourceKind:
     if isinstance(spout, BatchSpout):
         return "batch"
     if isinstance(spout, PartitionedTridentSpout):
@@ -311,7 +322,7 @@ def _detached(segment: TridentSegment) -> TridentSegment:
     return copied
 
 
-def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, Any]:
+def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, LocalDRPC | None]:
     """``(function, drpc)`` of the DRPC stream whose emitter is ``emitter_id``."""
     coordinator = next(
         s.source for s in topology.get_component(emitter_id).inputs if s.stream_id == "$batch"

@@ -1,0 +1,286 @@
+"""How a Trident or transactional query's micro-batch runs, on the driver: every stage
+of the query's plan in order (the pipeline the ``foreachBatch`` driver of
+``execute.driver`` runs it with)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from squall.runtime.metrics import ComponentStats
+from squall.spark.control.capacity import CapacityWindow
+from squall.spark.execute.batchbolts import BatchBoltStage
+from squall.spark.execute.driver import Ranges, reports_accumulator
+from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
+from squall.spark.execute.packets import PACKET_SCHEMA, Packet
+from squall.spark.execute.routing import aligned
+from squall.spark.execute.stages import SegmentStage, timed_run
+from squall.spark.plan.batch import QueryPlan, SegmentPlan
+from squall.spark.sources.readers import READERS
+from squall.spark.sources.spoutlog import SpoutLog
+from squall.trident.processors import DRPCReturnProcessor, StateProcessor
+from squall.trident.segment import TridentSegment
+from squall.trident.sources import resolve_drpc
+from squall.trident.state.memory_state import MemoryMapStateFactory
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from squall.drpc.local import LocalDRPC
+    from squall.transactional.attempt import TransactionAttempt
+
+#: The frame key of a query's sources (one frame: the union of their rows).
+SOURCES = "$sources"
+
+
+def runs_on_driver(segment: SegmentPlan) -> bool:
+    """Committers (state updates, applied in txid order), segments using in-process
+    memory state and the return step of a DRPC stream run on the driver; the other
+    segments run on executors."""
+    if segment.committer:
+        return True
+    if not isinstance(segment.segment, TridentSegment):
+        return False
+    return any(
+        (isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory))
+        or isinstance(p, DRPCReturnProcessor)
+        for p in segment.segment.processors
+    )
+
+
+def make_stage(
+    segment: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int
+) -> SegmentStage | BatchBoltStage:
+    """The stage running ``segment`` in transaction ``txid``: a Trident segment, or a
+    transactional topology's batch bolt (attempt ``attempt`` of the batch)."""
+    if isinstance(segment.segment, TridentSegment):
+        return SegmentStage(segment, txid, conf, run_key, attempt)
+    return BatchBoltStage(segment, txid, conf, run_key, attempt)
+
+
+class DRPCReturns:
+    """Returns a DRPC stream's results from the driver: the request of each
+    transaction is the one the source logged with its batch."""
+
+    def __init__(self, drpc: LocalDRPC | None, conf: dict[str, Any]) -> None:
+        self.drpc = resolve_drpc(drpc, conf)
+        self.requests: dict[int, str] = {}
+
+    def prepare(self, conf: dict[str, Any], context: object) -> None:
+        """Nothing to open: the driver holds the DRPC connection."""
+
+    def return_result(self, attempt: TransactionAttempt, result: str) -> None:
+        request_id = self.requests.pop(attempt.transaction_id, "")
+        if request_id:
+            self.drpc.result(request_id, result)
+
+
+class BatchPipeline:
+    """How a micro-batch of a Trident or transactional query runs, on the driver (the
+    ``Pipeline`` of its :class:`~squall.spark.execute.driver.MicroBatchDriver`).
+
+    Batch ``batch_id`` is transaction ``batch_id + 1``; an attempt run again keeps the
+    txid (transactional and opaque state apply it once). A DRPC stream's micro-batch
+    holds one request: one whose attempts all fail is failed alone (its client gets the
+    error) and the stream goes on.
+    """
+
+    def __init__(
+        self,
+        plan: QueryPlan,
+        conf: dict[str, Any],
+        run_key: str,
+        spark: SparkSession,
+        logs: dict[str, SpoutLog],
+    ) -> None:
+        self.plan = plan
+        self.logs = logs
+        self.conf = conf
+        self.run_key = run_key
+        self.spark = spark
+        self.reports = reports_accumulator(spark)
+        self.emitted: dict[str, int] = {source.component_id: 0 for source in plan.sources}
+        #: Per stage: the figures of its tasks, summed over tasks and micro-batches.
+        self.totals: dict[str, TaskFigures] = {s.component_id: TaskFigures() for s in plan.segments}
+        #: The DRPC request of each micro-batch being run (a DRPC stream's query).
+        self.requests: dict[int, str] = {}
+        self.returns: DRPCReturns | None = None
+        drpc = plan.drpc
+        if drpc is not None:
+            self.returns = DRPCReturns(drpc.drpc, conf)
+            for segment in plan.segments:
+                for processor in segment.segment.processors:
+                    if isinstance(processor, DRPCReturnProcessor):
+                        processor.resolver = self.returns
+
+    def admits(self, batch_id: int, ranges: Ranges) -> bool:
+        """Every micro-batch runs, except a DRPC stream's without a request."""
+        drpc = self.plan.drpc
+        if self.returns is None or drpc is None:
+            return True
+        indexes = ranges.get(drpc.component_id, range(0))
+        if not indexes:
+            return False
+        self.requests[batch_id] = self.logs[drpc.component_id].request_id(indexes[-1]) or ""
+        return True
+
+    def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
+        """Note the attempt for the emitters on executors, then run every stage."""
+        if self.returns is not None:
+            self.returns.requests[batch_id + 1] = self.requests.get(batch_id, "")
+        for source in self.plan.sources:  # emitters on executors read it
+            for index in ranges.get(source.component_id, range(0)):
+                self.logs[source.component_id].set_attempt(index, attempt)
+        self._run(frame, batch_id, ranges, attempt)
+
+    def settle(self, batch_id: int, ranges: Ranges, reports: Reports) -> None:
+        """Add the stages' reports to their totals."""
+        for key, report in reports.items():
+            self.totals[key.component_id].add(report.figures)
+
+    def absorbs(self, batch_id: int, error: Exception) -> bool:
+        """A DRPC request fails alone: its client gets the error, the stream goes on
+        with the next request. Any other query stops."""
+        if self.returns is None:
+            return False
+        self.returns.requests.pop(batch_id + 1, None)
+        request_id = self.requests.get(batch_id, "")
+        self.returns.drpc.fail_request(request_id, f"{type(error).__name__}: {error}")
+        return True
+
+    def finish(self, batch_id: int, ranges: Ranges) -> int:
+        """The tuples the sources emitted in this batch (added to ``emitted``)."""
+        self.requests.pop(batch_id, None)
+        return self._count(ranges)
+
+    def busy(self) -> dict[Hashable, float]:
+        """Busy seconds so far per stage (its tasks' summed)."""
+        return {cid: totals.busy_secs for cid, totals in self.totals.items()}
+
+    def component_stats(
+        self, capacity: CapacityWindow, figures: BatchFigures
+    ) -> dict[str, ComponentStats]:
+        """The sources' emitted tuples (with the errors of failed micro-batches) and
+        every stage's figures and capacity (its tasks' time over the recent
+        micro-batches' time multiplied by its tasks)."""
+        components: dict[str, ComponentStats] = {}
+        for source in self.plan.sources:
+            components[source.component_id] = ComponentStats(
+                source.component_id,
+                "spout",
+                [0],
+                emitted=self.emitted[source.component_id],
+                errors=list(figures.errors),
+                errors_total=len(figures.errors),
+            )
+        for segment in self.plan.segments:
+            totals = self.totals[segment.component_id]
+            executed = totals.executed
+            components[segment.component_id] = ComponentStats(
+                segment.component_id,
+                "bolt",
+                list(range(segment.tasks)),
+                emitted=totals.emitted,
+                transferred=totals.transferred,
+                executed=executed,
+                execute_latency_ms=totals.busy_secs * 1000.0 / executed if executed else 0.0,
+                capacity=capacity.capacity(segment.component_id, segment.tasks),
+            )
+        return components
+
+    def _count(self, ranges: dict[str, range]) -> int:
+        """Tuples the sources emitted in this batch (added to ``emitted``)."""
+        total = 0
+        for source in self.plan.sources:
+            log = self.logs[source.component_id]
+            count = sum(log.emitted(index) for index in ranges.get(source.component_id, ()))
+            self.emitted[source.component_id] += count
+            total += count
+        return total
+
+    def _producer(self, component_id: str) -> str:
+        """The frame a component's output is in: the sources share one."""
+        return SOURCES if component_id in self.emitted else component_id
+
+    def _readers(self) -> dict[str, int]:
+        """How many segments read each frame (the sources' and segments')."""
+        readers: dict[str, set[int]] = {}
+        for segment in self.plan.segments:
+            for edge in segment.inputs:
+                readers.setdefault(self._producer(edge.source), set()).add(segment.index)
+        return {producer: len(indexes) for producer, indexes in readers.items()}
+
+    def _aligned(self, segment: SegmentPlan, ranges: dict[str, range]) -> bool:
+        """Whether ``segment``'s input is already in its partitions: it reads only one
+        batch spout, over one aligned edge (see ``routing.aligned``), and this
+        micro-batch holds one batch of it, so Spark partition ``i`` of the source is
+        task ``i``'s input and no exchange is needed."""
+        if len(self.plan.sources) != 1 or len(segment.inputs) != 1:
+            return False
+        source = self.plan.sources[0]
+        edge = segment.inputs[0]
+        if not READERS[source.kind].aligns_slices or edge.source != source.component_id:
+            return False
+        slices = max([1, *(e.tasks for e in source.outputs)])
+        return aligned(edge, slices) and len(ranges.get(source.component_id, ())) == 1
+
+    def _run(
+        self, frame: DataFrame, batch_id: int, ranges: dict[str, range], attempt: int = 0
+    ) -> None:
+        from pyspark.sql import DataFrame
+        from pyspark.sql.functions import col
+
+        txid = batch_id + 1
+        plan = self.plan
+        readers = self._readers()
+        plan_without_adaptive_execution(frame)
+
+        def shared(producer: str, output: DataFrame) -> DataFrame:
+            # Materialize an output once only if several segments read it; a single
+            # reader pulls it through in its own job (no extra Spark job per stage).
+            return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
+
+        if any(READERS[source.kind].emits_on_executors for source in plan.sources):
+            # These spouts emit while the frame is computed: once per batch.
+            frames = {SOURCES: frame.localCheckpoint(eager=True)}
+        else:
+            frames = {SOURCES: shared(SOURCES, frame)}
+        materialized = {SOURCES}
+        for segment in plan.segments:
+            producers = dict.fromkeys(self._producer(edge.source) for edge in segment.inputs)
+            if len(producers) > 1:
+                # A stage computed inside a union's tasks would see the union's partition
+                # ids: run each producing stage in a job of its own first.
+                for producer in producers:
+                    if producer not in materialized:
+                        frames[producer] = frames[producer].localCheckpoint(eager=True)
+                        materialized.add(producer)
+            inputs = reduce(
+                DataFrame.unionAll,
+                [frames[p].filter(col("dest") == segment.index) for p in producers],
+            )
+            stage = make_stage(segment, txid, self.conf, self.run_key, attempt)
+            if runs_on_driver(segment):
+                by_partition: dict[int, list[Packet]] = defaultdict(list)
+                for row in inputs.collect():  # on the driver
+                    packet = Packet(*row)
+                    by_partition[packet.target].append(packet)
+                produced: list[Packet] = []
+                for partition in range(segment.tasks):
+                    packets = by_partition.get(partition, [])
+                    produced.extend(timed_run(stage, partition, packets, self.reports))
+                if segment.outputs:
+                    frames[segment.component_id] = self.spark.createDataFrame(
+                        produced, PACKET_SCHEMA
+                    )
+                continue
+            if not self._aligned(segment, ranges):
+                inputs = inputs.repartitionById(segment.tasks, "target")
+            output = inputs.mapInArrow(stage.arrow_function(self.reports), PACKET_SCHEMA)
+            if segment.outputs:
+                frames[segment.component_id] = shared(segment.component_id, output)
+            else:
+                run_for_effects(output)  # runs the segment (its effects: peeks, functions)

@@ -1,0 +1,185 @@
+"""Per-partition work of a micro-batch: a Trident segment run on one partition, and
+the ``mapInArrow`` function that runs a Trident or transactional stage on executors.
+
+A stage's rows are packets (see ``execute.packets``). A segment's partition is its
+task: the processors of ``squall.trident`` run there unchanged, prepared once per task
+and process (kept warm across micro-batches while Spark reuses the Python worker).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from squall.spark.control.taskcache import TASKS
+from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
+from squall.spark.execute.packets import (
+    ArrowFunction,
+    Packet,
+    packets_from_arrow,
+    packets_to_arrow,
+    unpack_values,
+)
+from squall.spark.execute.routing import route
+from squall.spark.execute.taskview import TaskView
+from squall.spark.plan.batch import SegmentPlan
+from squall.spark.runtime.workerprocess import prepare_process
+from squall.transactional.attempt import TransactionAttempt
+from squall.trident.processors import BatchRun, Processor
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.accumulators import Accumulator
+
+
+def _cleanup(processors: list[Processor]) -> None:
+    for processor in processors:
+        processor.cleanup()
+
+
+class _Outputs:
+    """Collects what a segment's processors emit on their output streams."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, list[Any]]] = []
+
+    def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
+        self.items.append((stream, list(values[1:])))  # values[0] is the attempt
+        return []
+
+
+class SegmentStage:
+    """Runs one segment for one micro-batch (transaction ``txid``)."""
+
+    def __init__(
+        self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int = 0
+    ) -> None:
+        self.plan = plan
+        self.txid = txid
+        self.attempt = attempt
+        self.conf = conf
+        self.run_key = run_key
+        #: Tuples in and emit calls of the last ``run_partition``.
+        self.executed = 0
+        self.emitted = 0
+
+    def _processors(self, partition: int) -> list[Processor]:
+        """The task's processors, prepared once per process and kept in the task cache
+        (their ``cleanup`` runs when the run is forgotten)."""
+        key = ("segment", self.plan.index, partition)
+        return TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
+
+    def _prepare(self, partition: int) -> list[Processor]:
+        # Each task its own processors (as each local task has its own copy of the
+        # segment); what the driver wired in (a DRPC result resolver) is shared.
+        declared = self.plan.segment.processors
+        memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
+        processors = copy.deepcopy(declared, memo)
+        view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
+        for processor in processors:
+            processor.prepare(self.conf, view)
+        return processors
+
+    def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
+        """Process one partition's tuples as one batch; return the routed output."""
+        processors = self._processors(partition)
+        outputs = _Outputs()
+        attempt = TransactionAttempt(self.txid, self.attempt)
+        run = BatchRun(attempt, outputs, processors, partition)
+        entries = self.plan.segment.entries
+        states = run.states
+        executed = 0
+        # (source, stream) -> (bound process of the entry processor, its batch state, side)
+        targets: dict[tuple[str, str], tuple[Any, Any, int]] = {}
+        for packet in packets:
+            port = (packet.source, packet.stream)
+            target = targets.get(port)
+            if target is None:
+                index, side = entries[port]
+                target = targets[port] = (processors[index].process, states[index], side)
+            process, state, side = target
+            executed += packet.size
+            for values in unpack_values(packet.tuples):
+                process(run, state, values, side)
+        for processor in processors:
+            processor.finish(run, states[processor.index])
+        by_stream: dict[str, list[list[Any]]] = {}
+        for stream, values in outputs.items:
+            by_stream.setdefault(stream, []).append(values)
+        routed: list[Packet] = []
+        for stream, values_list in by_stream.items():
+            edges = self.plan.outputs.get(stream, [])
+            if edges:
+                fields = self.plan.segment.output_streams[stream]
+                routed.extend(route(edges, fields, partition, values_list))
+        self.executed = executed
+        self.emitted = len(outputs.items)
+        return routed
+
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+        return ReportKey(self.txid - 1, self.attempt, self.plan.component_id, partition)
+
+    def arrow_function(self, reports: Accumulator[Reports]) -> ArrowFunction:
+        """The ``mapInArrow`` function running this stage on executors."""
+        return arrow_function(self, reports)
+
+
+class PartitionRunner(Protocol):
+    """A stage: runs one task (partition) over its input packets."""
+
+    #: Tuples in and emit calls of the last ``run_partition``.
+    executed: int
+    emitted: int
+
+    def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
+        """Process the packets' tuples as one batch; the routed output."""
+
+    def report_key(self, partition: int) -> ReportKey:
+        """The key of task ``partition``'s report of this micro-batch's attempt."""
+
+
+def timed_run(
+    stage: PartitionRunner, partition: int, packets: list[Packet], reports: Accumulator[Reports]
+) -> list[Packet]:
+    """``stage.run_partition``; its counts and time are added to ``reports`` (the
+    accumulator of task reports, on an executor or the driver)."""
+    started = time.perf_counter()
+    output = stage.run_partition(partition, packets)
+    seconds = time.perf_counter() - started
+    transferred = sum(packet.size for packet in output)
+    figures = TaskFigures(stage.executed, stage.emitted, transferred, seconds)
+    reports.add({stage.report_key(partition): TaskReport(figures)})
+    return output
+
+
+def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> ArrowFunction:
+    """The ``mapInArrow`` function running ``stage`` on executors: Spark partition
+    ``i`` is task ``i``; its report goes to the accumulator ``reports``.
+
+    Raises:
+        RuntimeError: a row's target task is not the partition it arrived in (rows
+            must reach their task, whether by exchange or aligned from the source).
+    """
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        prepare_process()
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        packets: list[Packet] = []
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if not pc.all(pc.equal(batch.column("target"), partition)).as_py():
+                raise RuntimeError(f"rows for other tasks reached task {partition}")
+            packets.extend(packets_from_arrow(batch))
+        yield packets_to_arrow(timed_run(stage, partition, packets, reports), pa)
+
+    return run

@@ -1,0 +1,97 @@
+"""What a Trident or transactional source's reader needs, written by the cluster next
+to the spout log (driver) and loaded where the reader runs (the source's process and
+executors)."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from squall.model.fields import Fields
+from squall.spark.plan.batch import Edge
+from squall.transactional.spouts import TransactionalSpout
+from squall.trident.spouts import BatchSpout, OpaquePartitionedTridentSpout, PartitionedTridentSpout
+
+if TYPE_CHECKING:
+    from squall.spark.execute.taskstate import CoreSetup
+    from squall.spark.sources.reader import SourceReader
+
+
+@dataclass
+class SourceSetup:
+    """One source of a query's plan, as its reader sees it."""
+
+    source_id: str
+    #: The reader of this kind of source (see ``sources.readers``).
+    reader: type[SourceReader]
+    #: The Trident spout, a transactional topology's spout, or None (a DRPC stream).
+    spout: (
+        BatchSpout
+        | PartitionedTridentSpout
+        | OpaquePartitionedTridentSpout
+        | TransactionalSpout
+        | None
+    )
+    #: Where the source's tuples go.
+    edges: list[Edge]
+    #: The fields of the emitted tuples.
+    fields: Fields
+    conf: dict[str, Any]
+    drpc_function: str | None = None
+    #: A coordinated spout's emitter tasks, the fields of each of its streams (without
+    #: the attempt), every component's task count, and its coordination store's folder.
+    tasks: int = 1
+    output_fields: dict[str, Fields] = field(default_factory=dict)
+    component_tasks: dict[str, int] = field(default_factory=dict)
+    store_dir: str = ""
+
+    def batch_spout(self) -> BatchSpout:
+        """The batch spout of a batch spout's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, BatchSpout):
+            raise TypeError(f"source {self.source_id!r} has no batch spout")
+        return self.spout
+
+    def partitioned_spout(self) -> PartitionedTridentSpout | OpaquePartitionedTridentSpout:
+        """The spout of a partitioned spout's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, PartitionedTridentSpout | OpaquePartitionedTridentSpout):
+            raise TypeError(f"source {self.source_id!r} has no partitioned spout")
+        return self.spout
+
+    def transactional_spout(self) -> TransactionalSpout:
+        """The spout of a transactional topology's source.
+
+        Raises:
+            TypeError: the source is of another kind.
+        """
+        if not isinstance(self.spout, TransactionalSpout):
+            raise TypeError(f"source {self.source_id!r} has no transactional spout")
+        return self.spout
+
+
+def read_setup(path: str) -> CoreSetup | SourceSetup:
+    """The set-up the cluster wrote to ``path``: a core topology's (every spout's) or a
+    Trident or transactional source's."""
+    with open(path, "rb") as handle:
+        setup: CoreSetup | SourceSetup = pickle.load(handle)
+    return setup
+
+
+def read_source_setup(path: str) -> SourceSetup:
+    """The Trident or transactional source's set-up the cluster wrote to ``path``.
+
+    Raises:
+        TypeError: the file holds a core topology's set-up.
+    """
+    setup = read_setup(path)
+    if not isinstance(setup, SourceSetup):
+        raise TypeError(f"{path} holds no source set-up")
+    return setup

@@ -1,0 +1,251 @@
+"""The spout log: what a source emitted, per batch, durably, so batches replay exactly.
+
+A source's driver side (the Python process Spark starts for the source) writes one
+file per batch, a :class:`LoggedBatch`, and its :class:`BatchSummary` beside it: for a
+batch spout, the batch's tuples and a snapshot of the spout after emitting them; for a
+partitioned spout, the number of partitions of the transaction; for a coordinated
+spout, its transaction metadata; for a DRPC stream, the request; for a core spout, its
+packets, new trees and task snapshots (and, once the driver has finished the batch,
+its outcome). The partitions of a partitioned spout's batch are read on executors,
+each writing its metadata and tuple count beside the batch file, so a transactional
+spout replays a batch from its stored metadata and an opaque spout continues from the
+previous batch's. After a crash, Spark replays a batch from these files and a new
+reader resumes the spout from the last snapshot: no tuple is emitted twice or lost.
+
+Files of committed batches are removed (see :meth:`SpoutLog.forget_before`), keeping
+the newest, so the log stays small however long the topology runs. The directory must
+be visible to the driver and the executors (any local master; a shared mount on a
+cluster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+import cloudpickle
+
+from squall.spark.control.rundir import write_atomically
+from squall.spark.execute.packets import Values
+from squall.trident.spouts import BatchSpout
+
+if TYPE_CHECKING:
+    from squall.spark.sources.spouttasks import CoreBatch
+
+_BATCH = re.compile(r"^(\d{12})\.batch$")
+_PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
+
+
+class BatchSummary(NamedTuple):
+    """What is read of a logged batch without loading it (a file of its own)."""
+
+    #: Tuples the batch holds (for a partitioned or coordinated spout's batch, emitted
+    #: on executors: 0, see :meth:`SpoutLog.partition_total`).
+    tuples: int
+    #: A partitioned or coordinated spout's batch: the Spark partitions reading it.
+    partitions: int | None
+    #: A DRPC stream's batch: the request's id.
+    request_id: str | None
+
+
+@dataclass
+class LoggedBatch:
+    """What a source logged about one batch."""
+
+    #: The tuples' values (a batch spout's, a DRPC request's).
+    rows: list[Values] = field(default_factory=list)
+    #: A batch spout after emitting the batch.
+    spout: BatchSpout | None = None
+    #: A partitioned or coordinated spout's batch: the Spark partitions reading it.
+    partitions: int | None = None
+    #: A DRPC stream's batch: the request's id.
+    request_id: str | None = None
+    #: A coordinated spout's transaction metadata (its coordinator's own type).
+    transaction: object = None
+    #: A core spout's batch: packets, trees and the tasks' snapshots.
+    core: CoreBatch | None = None
+    #: Tuples the batch holds, when they are not ``rows`` (a core spout's).
+    tuples: int | None = None
+
+    def summary(self) -> BatchSummary:
+        """The batch's summary."""
+        tuples = len(self.rows) if self.tuples is None else self.tuples
+        return BatchSummary(tuples, self.partitions, self.request_id)
+
+
+class LoggedPartition(NamedTuple):
+    """What one partition of a partitioned spout's batch emitted (on an executor)."""
+
+    #: The emitter's metadata of the partition (its own type).
+    meta: object
+    tuples: int
+
+
+class SpoutLog:
+    """Batch files ``<directory>/<index>.batch`` (index from 0, contiguous)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+
+    def _path(self, index: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.batch")
+
+    def _indexes(self) -> list[int]:
+        return sorted(
+            int(match.group(1))
+            for match in map(_BATCH.match, os.listdir(self.directory))
+            if match is not None
+        )
+
+    def size(self) -> int:
+        """Number of batches written (the index of the next one)."""
+        indexes = self._indexes()
+        return indexes[-1] + 1 if indexes else 0
+
+    def first(self) -> int:
+        """Index of the oldest batch still logged (0 if none is)."""
+        indexes = self._indexes()
+        return indexes[0] if indexes else 0
+
+    def append(self, index: int, batch: LoggedBatch) -> None:
+        """Write batch ``index``: its summary, then the batch, atomically (the source's
+        driver side)."""
+        with open(self._path(index) + ".summary", "w") as handle:
+            json.dump(batch.summary()._asdict(), handle)
+        write_atomically(self._path(index), cloudpickle.dumps(batch))
+
+    def batch(self, index: int) -> LoggedBatch:
+        """Logged batch ``index``."""
+        with open(self._path(index), "rb") as handle:
+            batch: LoggedBatch = pickle.load(handle)
+        return batch
+
+    def summary(self, index: int) -> BatchSummary | None:
+        """The summary of batch ``index``, or None if it is not logged."""
+        try:
+            with open(self._path(index) + ".summary") as handle:
+                return BatchSummary(**json.load(handle))
+        except (OSError, ValueError):
+            return None
+
+    def emitted(self, index: int) -> int:
+        """Tuples emitted into batch ``index``: those logged with it, or for a batch
+        read in partitions (emitted on executors), what its partitions emitted so far
+        (0 if it is not logged)."""
+        summary = self.summary(index)
+        if summary is None:
+            return 0
+        if summary.partitions is None:
+            return summary.tuples
+        return self.partition_total(index, summary.partitions) or 0
+
+    def partitions(self, index: int) -> int:
+        """The Spark partitions reading batch ``index`` of a partitioned or coordinated
+        spout (0 if it is not logged)."""
+        summary = self.summary(index)
+        return summary.partitions or 0 if summary is not None else 0
+
+    def request_id(self, index: int) -> str | None:
+        """The DRPC request of batch ``index`` (None if there is none)."""
+        summary = self.summary(index)
+        return summary.request_id if summary is not None else None
+
+    def last(self) -> LoggedBatch | None:
+        """The last batch logged, or None if there is none."""
+        size = self.size()
+        return self.batch(size - 1) if size else None
+
+    def set_attempt(self, index: int, attempt: int) -> None:
+        """Batch ``index`` is being run for the ``attempt``-th time (from 0), by the
+        driver: emitters on executors give their tuples that attempt id."""
+        path = self._path(index) + ".attempt"
+        if attempt or os.path.exists(path):
+            write_atomically(path, str(attempt).encode())
+
+    def attempt(self, index: int) -> int:
+        """The attempt of batch ``index`` being run (0 unless it was run again)."""
+        try:
+            with open(self._path(index) + ".attempt") as handle:
+                return int(handle.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    # -- partitions of a partitioned spout's batch (written on executors) --------------
+
+    def _partition_path(self, index: int, partition: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.p{partition}")
+
+    def write_partition(self, index: int, partition: int, logged: LoggedPartition) -> None:
+        """Record what partition ``partition`` emitted in batch ``index`` (executor)."""
+        payload = pickle.dumps(tuple(logged), pickle.HIGHEST_PROTOCOL)
+        write_atomically(self._partition_path(index, partition), payload)
+
+    def partition(self, index: int, partition: int) -> LoggedPartition | None:
+        """What a partition of batch ``index`` emitted, or None if it was not read yet."""
+        try:
+            with open(self._partition_path(index, partition), "rb") as handle:
+                meta, count = pickle.load(handle)
+        except FileNotFoundError:
+            return None
+        return LoggedPartition(meta, int(count))
+
+    def previous_partition_meta(self, index: int, partition: int) -> object:
+        """The metadata of ``partition`` in the latest batch before ``index`` that read
+        it (None if none did)."""
+        found = self.partition(index - 1, partition)
+        if found is not None:
+            return found.meta
+        earlier = [
+            int(match.group(1))
+            for match in map(_PARTITION.match, os.listdir(self.directory))
+            if match is not None and int(match.group(2)) == partition
+        ]
+        earlier = [i for i in earlier if i < index]
+        if not earlier:
+            return None
+        found = self.partition(max(earlier), partition)
+        return found.meta if found is not None else None
+
+    def partition_total(self, index: int, partitions: int) -> int | None:
+        """Tuples emitted by all partitions of batch ``index``; None while a partition
+        has not been read."""
+        total = 0
+        for partition in range(partitions):
+            found = self.partition(index, partition)
+            if found is None:
+                return None
+            total += found.tuples
+        return total
+
+    # -- outcomes of a core spout's batches (written by the driver) -------------------
+
+    def _outcome_path(self, index: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.outcome")
+
+    def write_outcome(self, index: int, failed: set[int]) -> None:
+        """Record that the trees of batch ``index`` completed except ``failed`` (driver)."""
+        write_atomically(self._outcome_path(index), pickle.dumps(sorted(failed)))
+
+    def outcome(self, index: int) -> set[int] | None:
+        """The roots of the trees of batch ``index`` that failed, or None while the
+        driver has not finished the batch."""
+        try:
+            with open(self._outcome_path(index), "rb") as handle:
+                return set(pickle.load(handle))
+        except FileNotFoundError:
+            return None
+
+    def forget_before(self, index: int) -> None:
+        """Remove the files of batches before ``index`` (committed ones); the files of
+        ``index`` and later stay."""
+        for name in os.listdir(self.directory):
+            match = re.match(r"^(\d{12})\.", name)
+            if match is not None and int(match.group(1)) < index:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(self.directory, name))
