@@ -1,6 +1,7 @@
 """Transactional topologies on SparkCluster: the global count exact, committers in
 strict transaction order on the driver, a failing batch retried and counted once, a
-restart continuing the transactions, several streams and direct grouping."""
+restart continuing the transactions, several streams and direct grouping; on both engines,
+a custom grouping and the task ids batch bolts see."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from examples.transactional_global_count import Database, build_topology, global_count
-from squall import InvalidTopologyError, Tuple
+from squall import Tuple
+from squall.model.config import effective_config
 from squall.model.grouping import CustomStreamGrouping
+from squall.runtime.plan import build_plan
+from squall.runtime.system import system_topology
 from squall.spark import SparkCluster
+from squall.testing import SharedRecord
 from squall.transactional import (
     BatchBolt,
     Committer,
     TransactionalTopologyBuilder,
 )
 from squall.transactional.spouts import PartitionedTransactionalSpout
+from tests.conftest import Engine
 
 CONF = {"topology.spark.batch.interval.millis": 50}
 
@@ -279,22 +283,81 @@ def test_several_streams_and_direct_grouping(spark: Any, tmp_path: Path) -> None
         assert tasks_of.setdefault(n, task) == task
 
 
-class EveryTask(CustomStreamGrouping):
+class Spread(CustomStreamGrouping):
+    """Number ``n`` emitted by task ``t`` goes to target ``(n + t) % targets``: the
+    choice depends on the emitting task's id and the target task ids. Records what each
+    emitting task was prepared with."""
+
+    def __init__(self, record: SharedRecord) -> None:
+        self.record = record
+
     def prepare(self, context: Any, stream: Any, target_tasks: list[int]) -> None:
         self.targets = target_tasks
+        self.record.append(
+            "prepared",
+            (context.task_id, context.component_id, stream.component_id, tuple(target_tasks)),
+        )
 
     def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]:
-        return self.targets
+        return [self.targets[(values[1] + task_id) % len(self.targets)]]  # [attempt, n]
 
 
-def test_a_custom_grouping_is_named_as_unsupported(spark: Any, tmp_path: Path) -> None:
-    builder = TransactionalTopologyBuilder("custom", "numbers", NumberSpout(2, 20, 10))
-    builder.set_bolt("partial", PartialSum(), 2).custom_grouping("numbers", EveryTask())
-    builder.set_committer_bolt("total", TotalCommitter()).global_grouping("partial")
-    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path))
-    try:
-        expected = r"custom groupings.*'partial'.*LocalCluster"
-        with pytest.raises(InvalidTopologyError, match=expected):
-            cluster.submit_topology("custom", CONF, builder.build_topology())
-    finally:
-        cluster.shutdown()
+class Seen(BatchBolt):
+    """Records its task (as its context tells it) and every number it receives."""
+
+    def __init__(self, record: SharedRecord) -> None:
+        self.record = record
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any, id: Any) -> None:
+        self.task = context.task_id
+        self.record.append(
+            "context",
+            (
+                context.component_id,
+                context.task_id,
+                context.get_this_task_index(),
+                tuple(context.get_component_tasks("seen")),
+                tuple(context.get_component_tasks("numbers")),
+            ),
+        )
+
+    def execute(self, tup: Tuple) -> None:
+        self.record.append("seen", (self.task, tup["n"]))
+
+    def finish_batch(self) -> None:
+        """Nothing to emit."""
+
+
+def test_a_custom_grouping_and_batch_bolts_see_the_local_engines_task_ids(
+    engine: Engine,
+) -> None:
+    """On both engines: the batch bolt's tasks see the local engine's task ids, the
+    custom grouping is prepared with them by each emitter task, and each task receives
+    exactly the numbers the grouping chose for it."""
+    record = SharedRecord()
+    builder = TransactionalTopologyBuilder("custom", "numbers", NumberSpout(2, 20, 10), 2)
+    builder.set_bolt("seen", Seen(record), 3).custom_grouping("numbers", Spread(record))
+    topology = builder.build_topology()
+    conf = engine.conf()
+    plan = build_plan(system_topology(topology, effective_config(conf)), effective_config(conf))
+    seen_tasks = plan.component_tasks["seen"]
+    emitters = plan.component_tasks["numbers"]
+    with engine.running(topology, conf, name="custom") as run:
+        run.wait_until(lambda: len(record.get("seen")) >= 20, engine.timeout)
+        run.drain()
+    # Partition p holds the numbers p, p + 2, ...: emitter task p emits them.
+    expected: dict[int, list[int]] = {task: [] for task in seen_tasks}
+    for n in range(20):
+        sender = emitters[n % 2]
+        expected[seen_tasks[(n + sender) % 3]].append(n)
+    got: dict[int, list[int]] = {task: [] for task in seen_tasks}
+    for task, n in record.get("seen"):
+        got[task].append(n)
+    assert {task: sorted(numbers) for task, numbers in got.items()} == expected
+    assert set(record.get("prepared")) == {
+        (sender, "numbers", "numbers", tuple(seen_tasks)) for sender in emitters
+    }
+    assert set(record.get("context")) == {
+        ("seen", task, index, tuple(seen_tasks), tuple(emitters))
+        for index, task in enumerate(seen_tasks)
+    }

@@ -12,9 +12,14 @@ from typing import Any
 import pytest
 
 from squall import Config, Fields, InvalidTopologyError
+from squall.model.config import effective_config
+from squall.runtime.plan import build_plan
+from squall.runtime.system import system_topology
 from squall.spark import SparkCluster
+from squall.testing import SharedRecord
 from squall.trident import Count, FixedBatchSpout, Function, TridentTopology
 from squall.trident.state import MemoryMapState, SqliteMapState, StateType
+from tests.conftest import Engine
 
 SENTENCES = [
     ["the cow jumped over the moon"],
@@ -322,6 +327,55 @@ def test_a_shuffled_batch_reaches_tasks_in_even_shares_without_an_exchange(
         cluster.shutdown()
     seen = sorted(tuple(map(int, line.split())) for line in record.read_text().splitlines())
     assert seen == sorted((j // 3, j * 10) for j in range(9))
+
+
+class RecordContext(Function):
+    """Records what its task's context says, and every value it gets (any process)."""
+
+    def __init__(self, record: SharedRecord) -> None:
+        self.record = record
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+        self.record.append(
+            "context",
+            (
+                context.component_id,
+                context.task_id,
+                context.get_this_task_index(),
+                tuple(context.get_component_tasks(context.component_id)),
+                tuple(context.get_component_tasks("numbers")),
+            ),
+        )
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.record.append("seen", (self.task, tup[0]))
+        collector.emit([tup[0]])
+
+
+def test_trident_operations_see_the_local_engines_task_ids(engine: Engine) -> None:
+    """On both engines a Trident function's tasks have the local engine's task ids
+    (``build_plan`` over the system topology), indexes and component tasks."""
+    record = SharedRecord()
+    topology = TridentTopology()
+    values = [[n] for n in range(6)]
+    topology.new_stream("numbers", FixedBatchSpout(Fields("n"), 3, *values)).shuffle().each(
+        Fields("n"), RecordContext(record), Fields("same")
+    ).parallelism_hint(3)
+    built = topology.build()
+    conf = effective_config(engine.conf())
+    plan = build_plan(system_topology(built, conf), conf)
+    (segment,) = built.batch_ir.segments
+    tasks = plan.component_tasks[segment.component_id]
+    with engine.running(built) as run:
+        run.wait_until(lambda: len(record.get("seen")) >= 6, engine.timeout)
+        run.drain()
+    assert sorted(n for _, n in record.get("seen")) == list(range(6))
+    assert {task for task, _ in record.get("seen")} <= set(tasks)
+    assert set(record.get("context")) == {
+        (segment.component_id, task, index, tuple(tasks), tuple(plan.component_tasks["numbers"]))
+        for index, task in enumerate(tasks)
+    }
 
 
 def test_an_unreachable_state_backend_is_named(spark: Any, tmp_path: Path) -> None:

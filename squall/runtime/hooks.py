@@ -84,8 +84,8 @@ class PreparesTask(Protocol):
     Called before the task's first batch, with the task's configuration and context:
     on the local engine by ``BatchBoltExecutor.prepare`` (the task's worker thread); on
     Spark in each executor process that runs a partition of the bolt's stage, once per
-    process and partition, with a ``TaskView`` for a context (the part of
-    ``TopologyContext`` that batch bolts use).
+    process and partition, with the ``TopologyContext`` the local engine gives that task
+    (same task id, index and component tasks).
     """
 
     def prepare_task(self, conf: dict[str, Any], context: Any) -> None:

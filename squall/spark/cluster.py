@@ -134,7 +134,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 )
             self._say_if_resumed(name, queries)
             return
-        plans = query_plans(topology)  # first: what the engine cannot run at all
+        plans = query_plans(topology, conf, name)  # first: what the engine cannot run at all
         try:
             for plan in plans:
                 directory = QueryDirectory.of(self.checkpoint_dir, name, plan.key)

@@ -228,10 +228,11 @@ def start_batch_query(
             source.outputs,
             Fields(list(source.fields)),
             conf,
+            plan.layout,
+            source.coordinator_id,
             source.drpc_function,
             source.tasks,
             source.output_fields,
-            {s.component_id: s.tasks for s in plan.segments},
             files.coordination,
         )
         with open(files.setup, "wb") as handle:

@@ -15,13 +15,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports
 from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values
 from squall.spark.execute.routing import Emit, route_emits
 from squall.spark.execute.stages import arrow_function
-from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
 
@@ -45,7 +45,7 @@ class BatchEmits:
     def emit_direct(
         self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
     ) -> None:
-        """Emit ``values`` to task ``task_id`` (a task index) on a direct stream."""
+        """Emit ``values`` to task ``task_id`` on a direct stream."""
         self.emits.append(Emit(stream, list(values[1:]), task_id))
 
     def report_error(self, error: BaseException | str) -> None:
@@ -70,25 +70,25 @@ class BatchBoltStage:
         self.executed = 0
         self.emitted = 0
 
-    def _view(self, partition: int) -> TaskView:
-        """The task's view, its bolt's ``prepare_task`` done once per process (the
+    def _context(self, partition: int) -> TopologyContext:
+        """The task's context, its bolt's ``prepare_task`` done once per process (the
         task cache runs its ``cleanup_task`` when the run is forgotten)."""
         key = ("batch bolt", self.plan.index, partition)
         prepared = TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
         return prepared[0]
 
-    def _prepare(self, partition: int) -> tuple[TaskView, Any]:
+    def _prepare(self, partition: int) -> tuple[TopologyContext, Any]:
         plan = self.plan
-        view = TaskView(plan.component_id, partition, plan.tasks, self.conf, plan.component_tasks)
+        context = plan.layout.context(plan.component_id, partition, self.conf)
         if implements(plan.segment.bolt, PreparesTask):
-            plan.segment.bolt.prepare_task(self.conf, view)
-        return (view, plan.segment.bolt)
+            plan.segment.bolt.prepare_task(self.conf, context)
+        return (context, plan.segment.bolt)
 
     def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Run the bolt's instance for this batch over one partition's tuples; return
         the routed output."""
         plan = self.plan
-        view = self._view(partition)
+        context = self._context(partition)
         declared = plan.segment.bolt
         bolt = (
             declared.for_batch()
@@ -97,7 +97,7 @@ class BatchBoltStage:
         )
         collector = BatchEmits(plan.component_id)
         attempt = self.attempt
-        bolt.prepare(self.conf, view, collector, attempt)
+        bolt.prepare(self.conf, context, collector, attempt)
         infos: dict[tuple[str, str], StreamInfo] = {}
         executed = 0
         for packet in packets:
@@ -111,7 +111,9 @@ class BatchBoltStage:
         bolt.finish_batch()
         self.executed = executed
         self.emitted = len(collector.emits)
-        return route_emits(plan.outputs, plan.output_fields, partition, collector.emits)
+        return route_emits(
+            plan.outputs, plan.output_fields, context, plan.layout.plan, collector.emits, attempt
+        )
 
     def report_key(self, partition: int) -> ReportKey:
         """The key of task ``partition``'s report of this micro-batch's attempt."""
@@ -123,7 +125,7 @@ class BatchBoltStage:
         return arrow_function(self, reports)
 
 
-def _cleanup(prepared: tuple[TaskView, Any]) -> None:
+def _cleanup(prepared: tuple[TopologyContext, Any]) -> None:
     """Let a task's bolt release its task-level resources (``cleanup_task``)."""
     _, bolt = prepared
     if implements(bolt, CleansUpTask):

@@ -171,7 +171,7 @@ class BatchPipeline:
             components[source.component_id] = ComponentStats(
                 source.component_id,
                 "spout",
-                [0],
+                list(self.plan.layout.task_ids(source.component_id)),
                 emitted=self.emitted[source.component_id],
                 errors=list(figures.errors),
                 errors_total=len(figures.errors),
@@ -182,7 +182,7 @@ class BatchPipeline:
             components[segment.component_id] = ComponentStats(
                 segment.component_id,
                 "bolt",
-                list(range(segment.tasks)),
+                list(segment.task_ids),
                 emitted=totals.emitted,
                 transferred=totals.transferred,
                 executed=executed,

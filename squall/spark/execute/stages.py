@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
@@ -23,7 +24,6 @@ from squall.spark.execute.packets import (
     unpack_values,
 )
 from squall.spark.execute.routing import route
-from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import SegmentPlan
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
 
 
-def _cleanup(processors: list[Processor]) -> None:
-    for processor in processors:
+def _cleanup(prepared: tuple[TopologyContext, list[Processor]]) -> None:
+    for processor in prepared[1]:
         processor.cleanup()
 
 
@@ -65,26 +65,26 @@ class SegmentStage:
         self.executed = 0
         self.emitted = 0
 
-    def _processors(self, partition: int) -> list[Processor]:
-        """The task's processors, prepared once per process and kept in the task cache
-        (their ``cleanup`` runs when the run is forgotten)."""
+    def _processors(self, partition: int) -> tuple[TopologyContext, list[Processor]]:
+        """The task's context and processors, prepared once per process and kept in the
+        task cache (their ``cleanup`` runs when the run is forgotten)."""
         key = ("segment", self.plan.index, partition)
         return TASKS.get(self.run_key, key, lambda: self._prepare(partition), _cleanup)
 
-    def _prepare(self, partition: int) -> list[Processor]:
+    def _prepare(self, partition: int) -> tuple[TopologyContext, list[Processor]]:
         # Each task its own processors (as each local task has its own copy of the
         # segment); what the driver wired in (a DRPC result resolver) is shared.
         declared = self.plan.segment.processors
         memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
         processors = copy.deepcopy(declared, memo)
-        view = TaskView(self.plan.component_id, partition, self.plan.tasks, self.conf)
+        context = self.plan.layout.context(self.plan.component_id, partition, self.conf)
         for processor in processors:
-            processor.prepare(self.conf, view)
-        return processors
+            processor.prepare(self.conf, context)
+        return context, processors
 
     def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Process one partition's tuples as one batch; return the routed output."""
-        processors = self._processors(partition)
+        context, processors = self._processors(partition)
         outputs = _Outputs()
         attempt = TransactionAttempt(self.txid, self.attempt)
         run = BatchRun(attempt, outputs, processors, partition)
@@ -113,7 +113,8 @@ class SegmentStage:
             edges = self.plan.outputs.get(stream, [])
             if edges:
                 fields = self.plan.segment.output_streams[stream]
-                routed.extend(route(edges, fields, partition, values_list))
+                plan = self.plan.layout.plan
+                routed.extend(route(edges, fields, context, plan, values_list))
         self.executed = executed
         self.emitted = len(outputs.items)
         return routed

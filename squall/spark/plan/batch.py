@@ -1,11 +1,14 @@
-"""What the Spark engine runs, read from a compiled topology.
+"""What the Spark engine runs of a Trident or transactional topology, lowered from the
+batch IR the compiled topology carries (``StormTopology.batch_ir``).
 
-A Trident topology compiles to a coordinator spout, an emitter per Trident spout and a
-batch bolt per segment (see ``squall.trident.compiler``); a transactional topology to a
-coordinator spout, an emitter bolt and its batch bolts (see
-``squall.transactional.builder``). The Spark engine takes the spouts and batch bolts
-from those components and replaces the batch layer with Spark's micro-batches: one
-micro-batch is one transaction (txid = batch id + 1).
+A Trident topology's :class:`~squall.trident.ir.TridentIR` (see
+``squall.trident.compiler``) and a transactional topology's
+:class:`~squall.transactional.ir.TransactionalIR` (see ``squall.transactional.builder``)
+describe the batch sources, the segments or batch bolts and the streams between them;
+the Spark engine runs those and replaces the batch layer (coordinator spouts, emitter
+bolts, ``$batch``/``$coord``/``$commit`` streams) with Spark's micro-batches: one
+micro-batch is one transaction (txid = batch id + 1). Task ids are the local engine's
+(see ``plan.tasks``).
 """
 
 from __future__ import annotations
@@ -17,21 +20,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
-from squall.model.grouping import GroupingKind
-from squall.model.topology import ComponentSpec, StormTopology
-from squall.runtime.hooks import FlagsCommitter
+from squall.model.grouping import Grouping, GroupingKind
+from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.spark.plan.pickling import check_picklable
+from squall.spark.plan.tasks import TaskLayout
+from squall.transactional.ir import TransactionalIR
+from squall.trident.ir import TridentIR
 from squall.trident.segment import TridentSegment
-from squall.trident.sources import DRPCSpoutAdapter, TridentSpoutAdapter
-from squall.trident.spouts import (
-    BatchSpout,
-    OpaquePartitionedTridentSpout,
-    PartitionedTridentSpout,
-)
 
 if TYPE_CHECKING:
     from squall.drpc.local import LocalDRPC
     from squall.transactional.spouts import TransactionalSpout
+    from squall.trident.spouts import (
+        BatchSpout,
+        OpaquePartitionedTridentSpout,
+        PartitionedTridentSpout,
+    )
 
     #: The spouts a batch source runs: a Trident spout or a transactional topology's.
     SourceSpout = (
@@ -44,44 +48,67 @@ UNSUPPORTED_HINT = "run it on LocalCluster for now"
 @dataclass(frozen=True)
 class Edge:
     """Tuples of stream ``stream`` of ``source`` go to segment ``target`` (by index) by
-    ``grouping`` over that segment's ``tasks`` partitions."""
+    ``grouping`` over that segment's tasks ``task_ids`` (its partitions, in order)."""
 
     source: str
     stream: str
     target: int
-    kind: GroupingKind
-    fields: tuple[str, ...]
-    tasks: int
+    grouping: Grouping
+    task_ids: tuple[int, ...]
     #: The subscribing component (named in routing errors).
     subscriber: str = ""
+
+    @property
+    def kind(self) -> GroupingKind:
+        """The grouping's kind."""
+        return self.grouping.kind
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The grouping fields (fields and partial-key groupings), else empty."""
+        return tuple(self.grouping.fields or ())
+
+    @property
+    def tasks(self) -> int:
+        """The target's task count (its partitions)."""
+        return len(self.task_ids)
 
 
 @dataclass
 class SegmentPlan:
-    """One stage: a Trident segment or a transactional topology's batch bolt (its
-    ``BatchBoltExecutor``), its tasks (partitions) and where its streams go.
+    """One stage: a Trident segment or a transactional topology's batch bolt, its tasks
+    (partitions) and where its streams go.
 
     For batch bolts, ``input_fields`` are the fields of each input stream (attempt
     first), ``output_fields`` those of each output stream without the attempt (what
-    rows carry), and ``component_tasks`` every component's task count.
+    rows carry).
     """
 
     index: int
     component_id: str
-    #: A ``TridentSegment`` or a ``BatchBoltExecutor`` (whose attributes the stages
-    #: read and probe directly).
+    #: A ``TridentSegment`` (detached, see :func:`_detached`) or a batch bolt's
+    #: ``BatchBoltIR`` (its ``bolt`` and ``committer``).
     segment: Any
-    tasks: int
+    #: The task ids of the component (as on the local engine); partition ``i`` is task
+    #: ``task_ids[i]``.
+    task_ids: tuple[int, ...]
     committer: bool
+    #: The topology's task ids and its tasks' contexts.
+    layout: TaskLayout
     inputs: list[Edge] = field(default_factory=list)
     outputs: dict[str, list[Edge]] = field(default_factory=dict)
     input_fields: dict[tuple[str, str], Fields] = field(default_factory=dict)
     output_fields: dict[str, Fields] = field(default_factory=dict)
-    component_tasks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> int:
+        """Number of tasks (the stage's partitions)."""
+        return len(self.task_ids)
 
 
 #: Kinds of batch sources: a Trident batch spout, a transactional or an opaque
-#: partitioned Trident spout, a DRPC stream, and a transactional topology's spout
+#: partitioned Trident spout, a DRPC stream (the values of
+#: ``squall.trident.ir.SourceKind``), and a transactional topology's spout
 #: ("coordinated": its coordinator plans each batch, its emitter tasks emit it).
 SourceKind = Literal["batch", "transactional", "opaque", "drpc", "coordinated"]
 
@@ -91,8 +118,9 @@ class SourcePlan:
     """One batch source: a spout (its emitter component id) or a DRPC stream.
 
     ``fields`` are the fields of the emitted tuples (for a coordinated spout, those of
-    each stream in ``output_fields``, without the attempt); ``tasks`` the emitter tasks
-    of a coordinated spout.
+    each stream in ``output_fields``, without the attempt); ``tasks`` the emitter's
+    tasks, ``coordinator_id`` the component whose task plans the source's batches (its
+    coordinator spout).
     """
 
     component_id: str
@@ -100,6 +128,7 @@ class SourcePlan:
     spout: SourceSpout | None
     fields: tuple[str, ...]
     outputs: list[Edge]
+    coordinator_id: str
     drpc_function: str | None = None
     drpc: LocalDRPC | None = None
     tasks: int = 1
@@ -116,6 +145,8 @@ class QueryPlan:
     key: str
     sources: list[SourcePlan]
     segments: list[SegmentPlan]
+    #: The topology's task ids and its tasks' contexts.
+    layout: TaskLayout
 
     @property
     def drpc(self) -> SourcePlan | None:
@@ -127,9 +158,12 @@ def _unsupported(what: str) -> InvalidTopologyError:
     return InvalidTopologyError(f"the Spark engine does not run {what} yet; {UNSUPPORTED_HINT}")
 
 
-def query_plans(topology: StormTopology) -> list[QueryPlan]:
-    """The plans of ``topology``: for a Trident topology, one for its regular spouts
-    (first) and one per DRPC stream; for a transactional topology, one.
+def query_plans(
+    topology: StormTopology, conf: dict[str, Any] | None = None, name: str = ""
+) -> list[QueryPlan]:
+    """The plans of ``topology`` (run as ``name`` with ``conf``), lowered from its
+    ``batch_ir``: for a Trident topology, one per query group (its regular spouts',
+    then one per DRPC stream); for a transactional topology, one.
 
     Segments are copies: the Spark run may rewire them (DRPC results) without touching
     the topology object, which ``LocalCluster`` can still run.
@@ -138,174 +172,185 @@ def query_plans(topology: StormTopology) -> list[QueryPlan]:
         InvalidTopologyError: the topology uses a feature the Spark engine does not run
             (the message names it and suggests LocalCluster).
     """
-    sources: list[SourcePlan] = []
-    segments: dict[str, tuple[ComponentSpec, TridentSegment]] = {}
-    for spec in topology:
-        component = spec.component
-        inner = getattr(component, "spout", None)
-        bolt = getattr(component, "bolt", None)
-        if spec.is_spout:
-            if type(component).__name__ != "TransactionalSpoutCoordinator":
-                raise _unsupported(
-                    f"a core spout beside Trident or transactional spouts ({spec.component_id!r})"
-                )
-            if type(inner).__name__ not in ("SpoutGroupSource", "DRPCSource"):
-                return [transactional_plan(topology, spec.component_id)]
-        elif isinstance(inner, TridentSpoutAdapter):
-            check_picklable(inner.spout, spec.component_id)
-            sources.append(
-                SourcePlan(
-                    spec.component_id,
-                    _spout_kind(inner.spout, spec.component_id),
-                    inner.spout,
-                    tuple(inner.fields),
-                    [],
-                )
-            )
-        elif isinstance(inner, DRPCSpoutAdapter):
-            function, drpc = _drpc_source(topology, spec.component_id)
-            sources.append(
-                SourcePlan(spec.component_id, "drpc", None, ("args",), [], function, drpc)
-            )
-        elif isinstance(bolt, TridentSegment):
-            check_picklable(component, spec.component_id)
-            segments[spec.component_id] = (spec, _detached(bolt))
-        else:
-            raise _unsupported(f"component {spec.component_id!r} ({type(component).__name__})")
-    by_id = {source.component_id: source for source in sources}
-    ordered = _committers_last(topology, _topological(topology, list(segments), set(by_id)))
-    plans = {
-        cid: SegmentPlan(
-            index,
-            cid,
-            segments[cid][1],
-            topology.get_component(cid).num_tasks,
-            _is_committer(topology.get_component(cid).component),
+    ir = topology.batch_ir
+    layout = TaskLayout.of(topology, dict(conf or {}), name)
+    if isinstance(ir, TransactionalIR):
+        return [transactional_plan(topology, ir, layout)]
+    if not isinstance(ir, TridentIR):
+        raise _unsupported("topologies without a Trident or transactional batch layer here")
+    _check_described(
+        topology,
+        {*(g.coordinator_id for g in ir.groups), *(s.component_id for s in ir.sources)},
+        {s.component_id for s in ir.segments},
+    )
+    sources: dict[str, SourcePlan] = {}
+    for source in ir.sources:
+        if source.spout is not None:
+            check_picklable(source.spout, source.component_id)
+        drpc = source.drpc
+        sources[source.component_id] = SourcePlan(
+            source.component_id,
+            source.kind.value,
+            source.spout,
+            source.fields,
+            [],
+            source.coordinator_id,
+            drpc.function if drpc is not None else None,
+            drpc.drpc if drpc is not None else None,
+            len(layout.task_ids(source.component_id)),
         )
-        for index, cid in enumerate(ordered)
-    }
-    for cid in ordered:
-        spec = topology.get_component(cid)
-        for sub in spec.inputs:
-            if sub.stream_id.startswith(("$", "__")):
-                continue
-            edge = Edge(
-                sub.source,
-                sub.stream_id,
-                plans[cid].index,
-                sub.grouping.kind,
-                tuple(sub.grouping.fields or ()),
-                spec.num_tasks,
-                cid,
-            )
-            plans[cid].inputs.append(edge)
-            if sub.source in by_id:
-                by_id[sub.source].outputs.append(edge)
+    plans: dict[str, SegmentPlan] = {}
+    for index, cid in enumerate(_commit_phase_order(ir)):
+        segment = ir.segment(cid)
+        check_picklable(segment.segment, cid)
+        plans[cid] = SegmentPlan(
+            index, cid, _detached(segment.segment), layout.task_ids(cid), segment.committer, layout
+        )
+    for cid, plan in plans.items():
+        for link in ir.edges_into(cid):
+            grouping = Grouping(link.grouping, Fields(list(link.fields)) if link.fields else None)
+            edge = Edge(link.source, link.stream, plan.index, grouping, plan.task_ids, cid)
+            plan.inputs.append(edge)
+            if link.source in sources:
+                sources[link.source].outputs.append(edge)
             else:
-                plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
-    regular = [source for source in sources if source.kind != "drpc"]
-    groups = ([regular] if regular else []) + [[s] for s in sources if s.kind == "drpc"]
-    result = []
-    for group in groups:
-        reached = topology.reachable_from(
-            [source.component_id for source in group],
-            include_control_streams=False,
-            within=set(segments),
+                plans[link.source].outputs.setdefault(link.stream, []).append(edge)
+    return [
+        QueryPlan(
+            group.key,
+            [sources[s] for s in group.sources],
+            [plans[cid] for cid in group.segments],
+            layout,
         )
-        members = [plans[cid] for cid in ordered if cid in reached]
-        key = group[0].component_id if group[0].kind == "drpc" else "spouts"
-        result.append(QueryPlan(key, group, members))
-    return result
+        for group in ir.groups
+    ]
 
 
-def transactional_plan(topology: StormTopology, coordinator_id: str) -> QueryPlan:
-    """The plan of a transactional topology (``TransactionalTopologyBuilder``): its
-    spout's coordinator and emitter tasks as the source, its batch bolts as stages.
+def transactional_plan(
+    topology: StormTopology, ir: TransactionalIR, layout: TaskLayout
+) -> QueryPlan:
+    """The plan of a transactional topology (``TransactionalTopologyBuilder``), lowered
+    from its ``TransactionalIR``: its spout's coordinator and emitter tasks as the
+    source, its batch bolts as stages (in passes of a topological order, committers and
+    what follows them last).
 
     Raises:
-        InvalidTopologyError: a custom grouping (not run on Spark yet), or a cycle.
+        InvalidTopologyError: a cycle, or a component the IR does not describe.
     """
-    emitter_id = next(
-        spec.component_id
-        for spec in topology
-        if any(s.source == coordinator_id and s.stream_id == "$batch" for s in spec.inputs)
+    spout = ir.spout
+    emitter_id = spout.component_id
+    _check_described(
+        topology, {spout.coordinator_id, emitter_id}, {bolt.component_id for bolt in ir.bolts}
     )
-    emitter = topology.get_component(emitter_id)
-    bolts = [
-        spec.component_id
-        for spec in topology
-        if not spec.is_spout and spec.component_id != emitter_id and not spec.system
-    ]
-    for cid in bolts:  # committers run on the driver: they need not be picklable
-        if not topology.get_component(cid).component.committer:
-            check_picklable(topology.get_component(cid).component, cid)
-    check_picklable(emitter.component.spout, emitter_id)
-    tasks = {spec.component_id: spec.num_tasks for spec in topology}
+    for bolt in ir.bolts:  # committers run on the driver: they need not be picklable
+        if not bolt.committer:
+            check_picklable(bolt.bolt, bolt.component_id)
+    check_picklable(spout.spout, emitter_id)
+    streams = {emitter_id: spout.streams, **{bolt.component_id: bolt.streams for bolt in ir.bolts}}
 
-    def stripped(spec: ComponentSpec) -> dict[str, Fields]:
+    def stripped(component_id: str) -> dict[str, Fields]:
         return {
             stream: Fields(list(declaration.fields)[1:])
-            for stream, declaration in spec.streams.items()
-            if not stream.startswith(("$", "__"))
+            for stream, declaration in streams[component_id].items()
         }
 
-    ordered = _committers_last(topology, _topological(topology, bolts, {emitter_id}))
     plans = {
         cid: SegmentPlan(
             index,
             cid,
-            topology.get_component(cid).component,
-            tasks[cid],
-            bool(topology.get_component(cid).component.committer),
-            output_fields=stripped(topology.get_component(cid)),
-            component_tasks=tasks,
+            ir.bolt(cid),
+            layout.task_ids(cid),
+            ir.bolt(cid).committer,
+            layout,
+            output_fields=stripped(cid),
         )
-        for index, cid in enumerate(ordered)
+        for index, cid in enumerate(_transactional_order(ir))
     }
     source = SourcePlan(
         emitter_id,
         "coordinated",
-        emitter.component.spout,
+        spout.spout,
         (),
         [],
-        tasks=emitter.num_tasks,
-        output_fields=stripped(emitter),
+        spout.coordinator_id,
+        tasks=len(layout.task_ids(emitter_id)),
+        output_fields=stripped(emitter_id),
     )
-    for cid in ordered:
-        spec = topology.get_component(cid)
-        for sub in spec.inputs:
-            if sub.stream_id.startswith(("$", "__")):
-                continue
-            if sub.grouping.kind is GroupingKind.CUSTOM:
-                raise _unsupported(f"custom groupings (bolt {cid!r} from {sub.source!r})")
-            edge = Edge(
-                sub.source,
-                sub.stream_id,
-                plans[cid].index,
-                sub.grouping.kind,
-                tuple(sub.grouping.fields or ()),
-                spec.num_tasks,
-                cid,
-            )
-            plans[cid].inputs.append(edge)
-            declared = topology.get_component(sub.source).streams[sub.stream_id].fields
-            plans[cid].input_fields[(sub.source, sub.stream_id)] = Fields(list(declared))
-            producer = source.outputs if sub.source == emitter_id else None
-            if producer is not None:
-                producer.append(edge)
+    for cid, plan in plans.items():
+        for link in ir.edges_into(cid):
+            edge = Edge(link.source, link.stream, plan.index, link.grouping, plan.task_ids, cid)
+            plan.inputs.append(edge)
+            declared = streams[link.source][link.stream].fields
+            plan.input_fields[(link.source, link.stream)] = Fields(list(declared))
+            if link.source == emitter_id:
+                source.outputs.append(edge)
             else:
-                plans[sub.source].outputs.setdefault(sub.stream_id, []).append(edge)
-    return QueryPlan(emitter_id, [source], [plans[cid] for cid in ordered])
+                plans[link.source].outputs.setdefault(link.stream, []).append(edge)
+    return QueryPlan(emitter_id, [source], list(plans.values()), layout)
 
 
-def _spout_kind(spout: object, component_id: str) -> SourceKind:
-    if isinstance(spout, BatchSpout):
-        return "batch"
-    if isinstance(spout, PartitionedTridentSpout):
-        return "transactional"
-    if isinstance(spout, OpaquePartitionedTridentSpout):
-        return "opaque"
-    raise _unsupported(f"Trident spouts of type {type(spout).__name__} ({component_id!r})")
+def _check_described(topology: StormTopology, sources: set[str], stages: set[str]) -> None:
+    """Raise if ``topology`` has a component its batch IR does not describe (a core
+    spout or bolt added beside the batch layer's): the Spark engine runs only what the
+    IR describes."""
+    for spec in topology:
+        cid = spec.component_id
+        if spec.system or cid in sources or cid in stages:
+            continue
+        if spec.is_spout:
+            raise _unsupported(f"a core spout beside Trident or transactional spouts ({cid!r})")
+        raise _unsupported(f"component {cid!r} ({type(spec.component).__name__})")
+
+
+def _commit_phase_order(ir: TridentIR) -> list[str]:
+    """Every segment in stage order: compilation order (topological), with the
+    committers and every segment downstream of one after the others, as each query
+    group orders its own (a stage's index is its position here, unique in the
+    topology)."""
+    late: set[str] = set()
+    for segment in ir.segments:
+        fed_late = any(edge.source in late for edge in ir.edges_into(segment.component_id))
+        if segment.committer or fed_late:
+            late.add(segment.component_id)
+    ids = [segment.component_id for segment in ir.segments]
+    return [c for c in ids if c not in late] + [c for c in ids if c in late]
+
+
+def _transactional_order(ir: TransactionalIR) -> list[str]:
+    """The batch bolts in stage order: ``StormTopology.topological_order``'s passes
+    over them in declaration order (the spout's emitter upstream), then the committers
+    and everything downstream of them moved after the others (still a topological
+    order): a batch's processing is complete before any of its state is committed, as
+    under Storm's commit phase.
+
+    Raises:
+        InvalidTopologyError: the bolts' streams form a cycle.
+    """
+    bolts = [bolt.component_id for bolt in ir.bolts]
+    graph = StormTopology(
+        {
+            cid: ComponentSpec(
+                cid,
+                None,
+                "bolt",
+                1,
+                1,
+                inputs=[Subscription(e.source, e.stream, e.grouping) for e in ir.edges_into(cid)],
+            )
+            for cid in bolts
+        }
+    )
+    try:
+        ordered = graph.topological_order(
+            bolts, upstream={ir.spout.component_id}, ties="passes", include_control_streams=False
+        )
+    except TopologyOrderError as error:
+        raise InvalidTopologyError(
+            f"the Spark engine cannot run cycles (components {error.components}); use LocalCluster"
+        ) from None
+    committers = [cid for cid in ordered if ir.bolt(cid).committer]
+    after = set(committers) | graph.reachable_from(committers, include_control_streams=False)
+    return [c for c in ordered if c not in after] + [c for c in ordered if c in after]
 
 
 def _detached(segment: TridentSegment) -> TridentSegment:
@@ -320,40 +365,3 @@ def _detached(segment: TridentSegment) -> TridentSegment:
         params = {k: v for k, v in processor.node.params.items() if k != "state"}
         processor.node = dataclasses.replace(processor.node, parents=[], params=params)
     return copied
-
-
-def _drpc_source(topology: StormTopology, emitter_id: str) -> tuple[str, LocalDRPC | None]:
-    """``(function, drpc)`` of the DRPC stream whose emitter is ``emitter_id``."""
-    coordinator = next(
-        s.source for s in topology.get_component(emitter_id).inputs if s.stream_id == "$batch"
-    )
-    source = topology.get_component(coordinator).component.spout
-    return source.function, source.drpc
-
-
-def _is_committer(component: Any) -> bool:
-    return isinstance(component, FlagsCommitter) and bool(component.committer)
-
-
-def _committers_last(topology: StormTopology, ordered: list[str]) -> list[str]:
-    """``ordered`` with the committers and everything downstream of them moved after
-    the other stages (still a topological order): a batch's processing is complete
-    before any of its state is committed, as under Storm's commit phase."""
-    committers = [cid for cid in ordered if _is_committer(topology.get_component(cid).component)]
-    after = set(committers) | topology.reachable_from(
-        committers, include_control_streams=False, within=set(ordered)
-    )
-    return [c for c in ordered if c not in after] + [c for c in ordered if c in after]
-
-
-def _topological(topology: StormTopology, segments: list[str], sources: set[str]) -> list[str]:
-    """``segments`` in stage order: ``StormTopology.topological_order``'s passes over
-    them, data streams only, ``sources`` upstream."""
-    try:
-        return topology.topological_order(
-            segments, upstream=sources, ties="passes", include_control_streams=False
-        )
-    except TopologyOrderError as error:
-        raise InvalidTopologyError(
-            f"the Spark engine cannot run cycles (components {error.components}); use LocalCluster"
-        ) from None

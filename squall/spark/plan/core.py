@@ -85,13 +85,9 @@ class CorePlan:
 
 
 def is_core(topology: StormTopology) -> bool:
-    """Whether ``topology`` is a core topology (not Trident, not transactional): no
-    spout is a batch coordinator."""
-    return not any(
-        type(spec.component).__name__ == "TransactionalSpoutCoordinator"
-        for spec in topology
-        if spec.is_spout
-    )
+    """Whether ``topology`` is a core topology (not Trident, not transactional): it
+    carries no batch IR."""
+    return topology.batch_ir is None
 
 
 def core_plan(name: str, topology: StormTopology, conf: dict[str, Any]) -> CorePlan:

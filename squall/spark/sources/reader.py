@@ -22,7 +22,6 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.packets import Packet, Values, packets_to_arrow
-from squall.spark.execute.taskview import TaskView
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.spark.sources.setup import SourceSetup, read_source_setup
 from squall.spark.sources.spoutlog import SpoutLog
@@ -103,11 +102,6 @@ class SourceReader(DataSourceStreamReader):
         if self._setup is None:
             self._setup = read_source_setup(self.files.setup)
         return self._setup
-
-    def task_view(self) -> TaskView:
-        """The context of the source's single driver-side task."""
-        setup = self.setup
-        return TaskView(setup.source_id, 0, 1, setup.conf)
 
     def _driver_side(self) -> None:
         """Open the source on the driver side, once: its spout, coordinator or client."""

@@ -18,10 +18,10 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.routing import route, route_emits
-from squall.spark.execute.taskview import TaskView
 from squall.spark.plan.batch import Edge, SourceKind
 from squall.spark.sources.reader import BatchPartition, Rows, SourceReader
 from squall.spark.sources.spoutlog import LoggedBatch, LoggedPartition
@@ -46,7 +46,8 @@ class LoggedRowsReader(SourceReader):
         everything = self.log.batch(partition.index).rows
         size = len(everything)
         values = everything[part * size // slices : (part + 1) * size // slices]
-        return route(setup.edges, setup.fields, part, values, slices)
+        sender = setup.emitter_context(0)  # the emitter's one task emits every slice
+        return route(setup.edges, setup.fields, sender, setup.layout.plan, values, part, slices)
 
 
 class BatchSpoutReader(LoggedRowsReader):
@@ -61,7 +62,7 @@ class BatchSpoutReader(LoggedRowsReader):
             self.spout = last.spout
         else:
             self.spout = self.setup.batch_spout()
-            self.spout.open(self.setup.conf, self.task_view())
+            self.spout.open(self.setup.conf, self.setup.emitter_context(0))
 
     def log_batch(self, index: int) -> bool:
         rows = Rows()
@@ -151,7 +152,8 @@ class PartitionedReader(EmittedOnExecutorsReader):
     metadata and tuple count logged beside the batch."""
 
     def make_coordinator(self) -> Any:
-        return self.setup.partitioned_spout().get_coordinator(self.setup.conf, self.task_view())
+        setup = self.setup
+        return setup.partitioned_spout().get_coordinator(setup.conf, setup.coordinator_context())
 
     def log_batch(self, index: int) -> bool:
         if self.idle() or not self.coordinator.is_ready():
@@ -161,17 +163,25 @@ class PartitionedReader(EmittedOnExecutorsReader):
         return True
 
     def read_part(self, partition: BatchPartition) -> list[Packet]:
+        """Emit spout partition ``slice_index`` with the emitter task the local engine
+        gives it (partition ``p`` of emitter task ``p % tasks``), routed as that task."""
         setup = self.setup
         part = partition.slice_index
-        return route(setup.edges, setup.fields, part, self._emit(partition.index, part))
-
-    def _emit(self, index: int, partition: int) -> list[list[Any]]:
-        setup = self.setup
-        emitter = TASKS.get(
+        task = part % setup.tasks
+        emitter, sender = TASKS.get(
             self.options["run"],
-            ("emitter", setup.source_id),
-            lambda: setup.partitioned_spout().get_emitter(setup.conf, self.task_view()),
+            ("emitter", setup.source_id, task),
+            lambda: self._emitter(task),
         )
+        values = self._emit(emitter, partition.index, part)
+        return route(setup.edges, setup.fields, sender, setup.layout.plan, values)
+
+    def _emitter(self, task: int) -> tuple[Any, TopologyContext]:
+        setup = self.setup
+        context = setup.emitter_context(task)
+        return setup.partitioned_spout().get_emitter(setup.conf, context), context
+
+    def _emit(self, emitter: Any, index: int, partition: int) -> list[list[Any]]:
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = Rows()
         self.emit_partition(emitter, attempt, out, index, partition)
@@ -218,7 +228,8 @@ class CoordinatedReader(EmittedOnExecutorsReader):
     Spark partition ``i``."""
 
     def make_coordinator(self) -> Coordinator:
-        return self.setup.transactional_spout().get_coordinator(self.setup.conf, self.task_view())
+        setup = self.setup
+        return setup.transactional_spout().get_coordinator(setup.conf, setup.coordinator_context())
 
     def open(self) -> None:
         super().open()
@@ -243,18 +254,14 @@ class CoordinatedReader(EmittedOnExecutorsReader):
         setup = self.setup
         index, task = partition.index, partition.slice_index
 
-        def make_emitter() -> Any:
-            view = TaskView(
-                setup.source_id,
-                task,
-                setup.tasks,
-                setup.conf,
-                setup.component_tasks,
-                SqliteCoordinationStore(setup.store_dir),
-            )
-            return setup.transactional_spout().get_emitter(setup.conf, view)
+        def make_emitter() -> tuple[Any, TopologyContext]:
+            store = SqliteCoordinationStore(setup.store_dir)
+            context = setup.emitter_context(task, store)
+            return setup.transactional_spout().get_emitter(setup.conf, context), context
 
-        emitter = TASKS.get(self.options["run"], ("emitter", setup.source_id, task), make_emitter)
+        emitter, sender = TASKS.get(
+            self.options["run"], ("emitter", setup.source_id, task), make_emitter
+        )
         if partition.committed:
             emitter.cleanup_before(partition.committed)
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
@@ -264,7 +271,8 @@ class CoordinatedReader(EmittedOnExecutorsReader):
         edges: dict[str, list[Edge]] = {}
         for edge in setup.edges:
             edges.setdefault(edge.stream, []).append(edge)
-        return route_emits(edges, setup.output_fields, task, out.emits)
+        plan = setup.layout.plan
+        return route_emits(edges, setup.output_fields, sender, plan, out.emits, attempt)
 
 
 #: The reader of each kind of source in a plan.

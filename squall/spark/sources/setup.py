@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from squall.model.fields import Fields
+from squall.runtime.context import TopologyContext
 from squall.spark.plan.batch import Edge
+from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.spouts import TransactionalSpout
 from squall.trident.spouts import BatchSpout, OpaquePartitionedTridentSpout, PartitionedTridentSpout
 
@@ -38,13 +40,26 @@ class SourceSetup:
     #: The fields of the emitted tuples.
     fields: Fields
     conf: dict[str, Any]
+    #: The topology's task ids and its tasks' contexts (the local engine's).
+    layout: TaskLayout
+    #: The component whose task plans the source's batches (its coordinator spout).
+    coordinator_id: str
     drpc_function: str | None = None
-    #: A coordinated spout's emitter tasks, the fields of each of its streams (without
-    #: the attempt), every component's task count, and its coordination store's folder.
+    #: The emitter's tasks, the fields of each stream of a coordinated spout (without
+    #: the attempt), and a coordinated spout's coordination store's folder.
     tasks: int = 1
     output_fields: dict[str, Fields] = field(default_factory=dict)
-    component_tasks: dict[str, int] = field(default_factory=dict)
     store_dir: str = ""
+
+    def coordinator_context(self) -> TopologyContext:
+        """The context the local engine gives the source's coordinator (its
+        coordinator spout's task), for the spout's coordinator."""
+        return self.layout.context(self.coordinator_id, 0, self.conf)
+
+    def emitter_context(self, task: int, coordination_store: Any = None) -> TopologyContext:
+        """The context of the source's emitter task ``task`` (index), as on the local
+        engine."""
+        return self.layout.context(self.source_id, task, self.conf, coordination_store)
 
     def batch_spout(self) -> BatchSpout:
         """The batch spout of a batch spout's source.
