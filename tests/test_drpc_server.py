@@ -486,7 +486,9 @@ def test_the_spark_bridge_requires_a_random_token(tmp_path: Path) -> None:
     cluster = SparkCluster.__new__(SparkCluster)  # no session: only the bridge is used
     bridges: list[DRPCServer] = []
     with LocalDRPC(timeout_secs=5.0) as local:
-        source = SourcePlan("drpc", "drpc", None, ("args",), [], "f", local)
+        source = SourcePlan(
+            "drpc", "drpc", None, ("args",), [], "$drpc", drpc_function="f", drpc=local
+        )
         host, port, token = cluster._drpc_address(source, {}, bridges)
         other_host, other_port, other_token = cluster._drpc_address(source, {}, bridges)
         try:
