@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from squall import Fields
@@ -15,7 +16,7 @@ from squall.trident import (
     PartitionedTridentSpout,
     TridentTopology,
 )
-from squall.trident.state import MapState, SqliteMapState, StateFactory, StateType
+from squall.trident.state import MapState, SqliteMapState, SqliteMapStateFactory, StateType
 
 WORDS = ["apple", "pear", "fig", "plum", "kiwi"]
 
@@ -182,20 +183,20 @@ class KillingState(MapState):
         self.inner.close()
 
 
-class KillingFactory(StateFactory):
-    """Makes :class:`KillingState` around ``inner``'s states."""
+@dataclass(frozen=True)
+class KillingFactory(SqliteMapStateFactory):
+    """A SQLite factory (its committers run on the Spark driver, which the crash test
+    kills) making :class:`KillingState` around its states."""
 
-    def __init__(self, inner: StateFactory, partition: int, flag: str, txid: int) -> None:
-        self.inner = inner
-        self.partition = partition
-        self.flag = flag
-        self.txid = txid
+    kill_partition: int = -1
+    flag: str = ""
+    kill_txid: int = 0
 
     def make_state(
         self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
     ) -> MapState:
-        state = self.inner.make_state(conf, context, partition_index, num_partitions)
-        return KillingState(state, self.partition, self.flag, self.txid, partition_index)
+        state = super().make_state(conf, context, partition_index, num_partitions)
+        return KillingState(state, self.kill_partition, self.flag, self.kill_txid, partition_index)
 
 
 CRASH_ROWS = partitions(3, 12)
@@ -210,7 +211,7 @@ def crash_topology(database: str, flag: str, state_type: str) -> TridentTopology
         if kind is StateType.TRANSACTIONAL
         else OpaqueListSpout(CRASH_ROWS, 4)
     )
-    factory = KillingFactory(SqliteMapState.factory(database, kind), 1, flag, 2)
+    factory = KillingFactory(database, kind, kill_partition=1, flag=flag, kill_txid=2)
     topology = TridentTopology()
     topology.new_stream("items", spout).group_by(Fields("word")).persistent_aggregate(
         factory, Count(), Fields("count")

@@ -23,6 +23,7 @@ import random
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,9 @@ from squall.trident.state import (
     MemoryMapState,
     RedisMapState,
     SqliteMapState,
+    SqliteMapStateFactory,
     StateFactory,
+    StateLocality,
     StateType,
 )
 from tests.conftest import (
@@ -252,17 +255,44 @@ class RecordingState(MapState):
 
 
 class RecordingFactory(StateFactory):
-    """Makes :class:`RecordingState` around the states of ``inner``."""
+    """Makes :class:`RecordingState` around the states of ``inner``, whose locality it
+    has (the Spark engine keeps a memory state's tasks on the driver). Use
+    :func:`recording`, which keeps a SQLite factory a SQLite factory."""
 
     def __init__(self, inner: StateFactory, record: SharedRecord) -> None:
         self.inner = inner
         self.record = record
+
+    @property
+    def locality(self) -> StateLocality:
+        return self.inner.locality
 
     def make_state(
         self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
     ) -> MapState:
         state = self.inner.make_state(conf, context, partition_index, num_partitions)
         return RecordingState(state, self.record, (context.component_id, partition_index))
+
+
+@dataclass(frozen=True)
+class RecordingSqliteFactory(SqliteMapStateFactory):
+    """A SQLite factory (the Spark engine keeps SQLite states on the driver) making
+    :class:`RecordingState` around its states."""
+
+    record: Any = field(default=None, compare=False)
+
+    def make_state(
+        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+    ) -> MapState:
+        state = super().make_state(conf, context, partition_index, num_partitions)
+        return RecordingState(state, self.record, (context.component_id, partition_index))
+
+
+def recording(factory: StateFactory, record: SharedRecord) -> StateFactory:
+    """``factory``'s states wrapped in :class:`RecordingState`, placed as its own are."""
+    if isinstance(factory, SqliteMapStateFactory):
+        return RecordingSqliteFactory(**vars(factory), record=record)
+    return RecordingFactory(factory, record)
 
 
 def commit_log(record: SharedRecord) -> dict[tuple[str, int], list[tuple[str, int]]]:
@@ -335,7 +365,7 @@ def counting_topology(
     state = (
         split_words(stream)
         .group_by(Fields("word"))
-        .persistent_aggregate(RecordingFactory(factory, record), TridentCount(), Fields("count"))
+        .persistent_aggregate(recording(factory, record), TridentCount(), Fields("count"))
         .parallelism_hint(3)
     )
     if fail_before:
@@ -630,7 +660,7 @@ def items_topology(
     stream = topology.new_stream("items", spout).parallelism_hint(2)
     per_word = (
         stream.group_by(Fields("word"))
-        .persistent_aggregate(RecordingFactory(words, record), TridentCount(), Fields("count"))
+        .persistent_aggregate(recording(words, record), TridentCount(), Fields("count"))
         .parallelism_hint(2)
     )
     stream.group_by(Fields("id")).persistent_aggregate(

@@ -759,6 +759,7 @@ LOWERED = {
 
 SHARED = StateLocality.SHARED
 IN_PROCESS = StateLocality.IN_PROCESS
+ONE_WRITER_FILE = StateLocality.ONE_WRITER_FILE
 LOCAL = GroupingKind.LOCAL_OR_SHUFFLE
 
 
@@ -836,7 +837,7 @@ def test_persistent_aggregates_commit_and_bind_their_states_committers_last() ->
             1,
             True,
             coordinator,
-            (StateBinding(1, StateAccess.UPDATE, SQLITE, SHARED),),
+            (StateBinding(1, StateAccess.UPDATE, SQLITE, ONE_WRITER_FILE),),
             False,
             ["Processor", "PersistProcessor"],
         ),
@@ -848,7 +849,7 @@ def test_persistent_aggregates_commit_and_bind_their_states_committers_last() ->
             (
                 StateBinding(1, StateAccess.UPDATE, MEMORY, IN_PROCESS),
                 # A query of a state the topology updates reads it without a cache.
-                StateBinding(2, StateAccess.QUERY, uncached, SHARED),
+                StateBinding(2, StateAccess.QUERY, uncached, ONE_WRITER_FILE),
             ),
             False,
             ["Processor", "PersistProcessor", "StateQueryProcessor"],

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from itertools import count
 from typing import Any
@@ -283,3 +284,112 @@ def test_a_password_in_the_url_query_is_hidden_too() -> None:
     assert redact_url("unix:///run/redis.sock?db=1&password=s3cret") == (
         "unix:///run/redis.sock?db=1&password=***"
     )
+
+
+# --- on SparkCluster: the state updated where the data is -------------------------------
+
+SENTENCES = [
+    ["the cow jumped over the moon"],
+    ["the man went to the store"],
+    ["four score and seven years ago"],
+    ["the cow"],
+    ["a cow and a man"],
+    ["seven stores"],
+    ["the moon and the cow"],
+    ["over and over"],
+]
+SPARK_TXIDS = 4  # batches of two sentences
+FAIL_AFTER = 2  # its first attempt fails after the state update: the micro-batch runs again
+FAIL_IN_UPDATE = 3  # each partition's first update fails once written: Spark runs it again
+
+
+def sentence_counts() -> dict[tuple[Any, ...], int]:
+    counts = Counter(word for [sentence] in SENTENCES for word in sentence.split())
+    return {(word,): n for word, n in counts.items()}
+
+
+def spark_word_count(factory: Any) -> Any:
+    """Words of :data:`SENTENCES` counted into ``factory``'s state over two partitions;
+    the new values stream, in a stage of its own, fails transaction :data:`FAIL_AFTER`'s
+    first attempt."""
+    from squall import Fields
+    from squall.trident import Count, FixedBatchSpout, TridentTopology
+    from tests.spark_states import FailFirstAttemptOf
+
+    topology = TridentTopology()
+    state = (
+        topology.new_stream("sentences", FixedBatchSpout(Fields("sentence"), 2, *SENTENCES))
+        .each(Fields("sentence"), lambda tup: tup[0].split(), Fields("word"))
+        .group_by(Fields("word"))
+        .persistent_aggregate(factory, Count(), Fields("count"))
+        .parallelism_hint(2)
+    )
+    state.new_values_stream().shuffle().partition_aggregate(
+        FailFirstAttemptOf(FAIL_AFTER), Fields("ignored")
+    ).parallelism_hint(2)
+    return topology.build()
+
+
+def run_on_spark(spark: Any, tmp_path: Any, factory: Any) -> tuple[Any, list[Any]]:
+    """Run :func:`spark_word_count` until idle: its info and its stages."""
+    from squall.spark import SparkCluster
+
+    conf = {"topology.spark.batch.interval.millis": 50, "topology.spark.batch.retries": 1}
+    cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path / "checkpoint"))
+    try:
+        cluster.submit_topology("wc", conf, spark_word_count(factory))
+        idle = cluster.wait_idle("wc")
+        info = cluster.get_topology_info("wc")
+        assert idle, info.extra["errors"]
+        return info, cluster._get("wc").queries[0].plan.segments
+    finally:
+        cluster.shutdown()
+
+
+@pytest.mark.parametrize("state_type", [StateType.TRANSACTIONAL, StateType.OPAQUE], ids=str)
+def test_spark_executors_update_redis_state_exactly_once(
+    spark: Any, tmp_path: Any, redis_url: str, state_type: StateType
+) -> None:
+    """The state update runs in the executors' Python workers, not the driver; each
+    partition begins and commits every transaction, in txid order; a micro-batch run
+    again after its update, and an update that failed half-way and ran again, leave
+    the exact counts."""
+    import os
+
+    from squall.spark.execute.batchpipeline import runs_on_driver
+    from tests.spark_states import NotingRedisFactory, noted_commits, noted_pids
+
+    factory = NotingRedisFactory(
+        url=redis_url,
+        state_type=state_type,
+        key_prefix=f"spark{next(_prefixes)}:",
+        fail_txid=FAIL_IN_UPDATE,
+    )
+    info, stages = run_on_spark(spark, tmp_path, factory)
+
+    assert RedisMapState.contents(factory) == sentence_counts()
+    assert info.extra["retries"] == 1  # transaction FAIL_AFTER, run again once
+    committer = next(stage for stage in stages if stage.committer)
+    assert not runs_on_driver(committer)
+    pids = noted_pids(factory)
+    assert pids and os.getpid() not in pids
+    commits = noted_commits(factory)
+    assert sorted(commits) == [0, 1]
+    for txids in commits.values():
+        assert txids == sorted(txids)
+        assert sorted(set(txids)) == list(range(1, SPARK_TXIDS + 1))
+        assert txids.count(FAIL_AFTER) == 2  # committed by both attempts, applied once
+
+
+def test_spark_memory_state_stays_on_the_driver(spark: Any, tmp_path: Any) -> None:
+    """``MemoryMapState`` is in-process: its update runs on the driver, whose store the
+    test reads, exact after the micro-batch failed after its update."""
+    from squall.spark.execute.batchpipeline import runs_on_driver
+    from squall.trident.state import MemoryMapState
+
+    factory = MemoryMapState.factory(StateType.OPAQUE)
+    info, stages = run_on_spark(spark, tmp_path, factory)
+
+    assert MemoryMapState.contents(factory) == sentence_counts()
+    assert info.extra["retries"] == 1
+    assert runs_on_driver(next(stage for stage in stages if stage.committer))

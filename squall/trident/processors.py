@@ -350,8 +350,19 @@ class StateProcessor(Processor):
         self.state: Any = None
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.open_state(conf, context)
+
+    def open_state(self, conf: dict[str, Any], context: Any) -> None:
+        """Make the task's state with the factory (in ``prepare``; an engine may close
+        it and make it again between batches)."""
         tasks = context.get_component_tasks(context.component_id)
         self.state = self.factory.make_state(conf, context, context.task_index, len(tasks))
+
+    def close_state(self) -> None:
+        """Close the task's state (its connections, its cache) and forget it."""
+        state, self.state = self.state, None
+        if state is not None and callable(getattr(state, "close", None)):
+            state.close()
 
 
 class PersistProcessor(StateProcessor):

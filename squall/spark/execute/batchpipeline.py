@@ -1,6 +1,6 @@
-"""How a Trident or transactional query's micro-batch runs, on the driver: every stage
+"""How a Trident or transactional query's micro-batch runs: the driver runs every stage
 of the query's plan in order (the pipeline the ``foreachBatch`` driver of
-``execute.driver`` runs it with)."""
+``execute.driver`` runs it with), most of them on executors."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
-from squall.trident.state.memory_state import MemoryMapStateFactory
+from squall.trident.state.base import StateLocality
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,27 +37,42 @@ SOURCES = "$sources"
 
 
 def runs_on_driver(segment: SegmentPlan) -> bool:
-    """Committers (state updates, applied in txid order), segments using in-process
-    memory state and the return step of a DRPC stream run on the driver; the other
-    segments run on executors."""
-    if segment.committer:
-        return True
+    """Whether ``segment``'s stage runs on the driver: a transactional topology's
+    committer batch bolts (they may hold in-process objects: they are not pickled), the
+    return step of a DRPC stream (the driver holds the DRPC connection) and a segment
+    using a state executors cannot reach (see :func:`executors_reach`). Every other
+    stage runs on executors, state updates included: each partition task updates its
+    own keys, batches one at a time in txid order."""
     if not isinstance(segment.segment, TridentSegment):
-        return False
+        return segment.committer
     return any(
-        (isinstance(p, StateProcessor) and isinstance(p.factory, MemoryMapStateFactory))
-        or isinstance(p, DRPCReturnProcessor)
+        isinstance(p, DRPCReturnProcessor)
+        or (isinstance(p, StateProcessor) and not executors_reach(p.factory))
         for p in segment.segment.processors
     )
+
+
+def executors_reach(factory: object) -> bool:
+    """Whether tasks on executors may update and query the states of ``factory``: only
+    if its locality is ``StateLocality.SHARED``. Not if its states live in each process
+    (``IN_PROCESS``: the driver's store is the one the topology's users read), nor if
+    they live in a one-writer file on the driver's machine (``ONE_WRITER_FILE``,
+    SQLite: executors of a cluster would open another file; those of a local master
+    could share it, but would only wait for each other). A factory that declares no
+    locality is ``SHARED``."""
+    return getattr(factory, "locality", StateLocality.SHARED) is StateLocality.SHARED
 
 
 def make_stage(
     segment: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int
 ) -> SegmentStage | BatchBoltStage:
     """The stage running ``segment`` in transaction ``txid``: a Trident segment, or a
-    transactional topology's batch bolt (attempt ``attempt`` of the batch)."""
+    transactional topology's batch bolt (attempt ``attempt`` of the batch). A Trident
+    committer on executors makes its states for each batch (see
+    ``SegmentStage.states_per_batch``)."""
     if isinstance(segment.segment, TridentSegment):
-        return SegmentStage(segment, txid, conf, run_key, attempt)
+        per_batch = segment.committer and not runs_on_driver(segment)
+        return SegmentStage(segment, txid, conf, run_key, attempt, states_per_batch=per_batch)
     return BatchBoltStage(segment, txid, conf, run_key, attempt)
 
 
@@ -279,6 +294,10 @@ class BatchPipeline:
                 continue
             if not self._aligned(segment, ranges):
                 inputs = inputs.repartitionById(segment.tasks, "target")
+            elif segment.committer:
+                # No exchange ends the batch's processing before its state is updated:
+                # read the input in a job of its own first.
+                inputs = inputs.localCheckpoint(eager=True)
             output = inputs.mapInArrow(stage.arrow_function(self.reports), PACKET_SCHEMA)
             if segment.outputs:
                 frames[segment.component_id] = shared(segment.component_id, output)

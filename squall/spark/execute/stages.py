@@ -27,7 +27,7 @@ from squall.spark.execute.routing import route
 from squall.spark.plan.batch import SegmentPlan
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
-from squall.trident.processors import BatchRun, Processor
+from squall.trident.processors import BatchRun, PersistProcessor, Processor
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,13 +54,24 @@ class SegmentStage:
     """Runs one segment for one micro-batch (transaction ``txid``)."""
 
     def __init__(
-        self, plan: SegmentPlan, txid: int, conf: dict[str, Any], run_key: str, attempt: int = 0
+        self,
+        plan: SegmentPlan,
+        txid: int,
+        conf: dict[str, Any],
+        run_key: str,
+        attempt: int = 0,
+        states_per_batch: bool = False,
     ) -> None:
         self.plan = plan
         self.txid = txid
         self.attempt = attempt
         self.conf = conf
         self.run_key = run_key
+        #: Whether the states the segment updates last one batch (made before it,
+        #: closed after it): on executors, where a task may run in another Python worker
+        #: from one batch to the next, a state kept in a worker (its cache) would miss
+        #: what the task wrote from another one.
+        self.states_per_batch = states_per_batch
         #: Tuples in and emit calls of the last ``run_partition``.
         self.executed = 0
         self.emitted = 0
@@ -85,6 +96,25 @@ class SegmentStage:
     def run_partition(self, partition: int, packets: Iterable[Packet]) -> list[Packet]:
         """Process one partition's tuples as one batch; return the routed output."""
         context, processors = self._processors(partition)
+        if not self.states_per_batch:
+            return self._run_batch(context, processors, partition, packets)
+        updaters = [p for p in processors if isinstance(p, PersistProcessor)]
+        for processor in updaters:
+            if processor.state is None:  # closed after the task's last batch here
+                processor.open_state(self.conf, context)
+        try:
+            return self._run_batch(context, processors, partition, packets)
+        finally:
+            for processor in updaters:
+                processor.close_state()
+
+    def _run_batch(
+        self,
+        context: TopologyContext,
+        processors: list[Processor],
+        partition: int,
+        packets: Iterable[Packet],
+    ) -> list[Packet]:
         outputs = _Outputs()
         attempt = TransactionAttempt(self.txid, self.attempt)
         run = BatchRun(attempt, outputs, processors, partition)

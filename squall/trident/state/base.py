@@ -45,12 +45,17 @@ class StateLocality(enum.Enum):
     the tasks that update or query them.
 
     ``SHARED``: every process that makes a state of the factory reaches the same data (a
-    database server, a file every process opens, read-only data the factory carries), so
-    the tasks may run in any process. ``IN_PROCESS``: each process has its own store, so
-    every task using the state must run in one process (on Spark, the driver).
+    database server, read-only data the factory carries), so the tasks may run in any
+    process. ``ONE_WRITER_FILE``: the states live in a file that admits one writer at a
+    time (SQLite), on the machine of the process that made the topology; processes there
+    share it, but tasks spread over processes would only wait for each other, so an
+    engine keeps them in that process (on Spark, the driver). ``IN_PROCESS``: each
+    process has its own store, so every task using the state must run in one process
+    (on Spark, the driver).
     """
 
     SHARED = "shared"
+    ONE_WRITER_FILE = "one-writer-file"
     IN_PROCESS = "in-process"
 
 

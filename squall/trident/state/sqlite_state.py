@@ -15,10 +15,17 @@ import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from squall.runtime.coordination import connect_sqlite
-from squall.trident.state.base import BackingMap, StateError, StateType, as_keys, current_value
+from squall.trident.state.base import (
+    BackingMap,
+    StateError,
+    StateLocality,
+    StateType,
+    as_keys,
+    current_value,
+)
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import (
     deserialize_key,
@@ -249,8 +256,10 @@ def _close_connections(
 @dataclass(frozen=True)
 class SqliteMapStateFactory(MapStateFactory):
     """Makes map states over one table of a SQLite file (see :class:`SqliteMapState`).
-    Picklable; ``path`` is absolute. ``SHARED``: every process opens the same file (on
-    several hosts, it must be on a disk they share)."""
+    Picklable; ``path`` is absolute. ``ONE_WRITER_FILE``: every process on the machine
+    opens the same file, and one writes at a time."""
+
+    locality: ClassVar[StateLocality] = StateLocality.ONE_WRITER_FILE
 
     path: str
     state_type: StateType = StateType.OPAQUE
