@@ -108,10 +108,19 @@ def register_baseline_source(spark: Any, batches: int, size: int) -> None:
     spark.dataSource.register(Sentences)
 
 
-def rows_per_second(progress: list[Any]) -> tuple[float, list[float]]:
-    """Input rows per second of trigger time over the batches after the first."""
+def rows_per_second(
+    progress: list[Any], rows_per_batch: int | None = None
+) -> tuple[float, list[float]]:
+    """Input rows per second of trigger time over the batches after the first.
+
+    ``rows_per_batch``: the sentences in each batch, when the query's input rows are not
+    sentences (squall's sources send packets of many tuples each).
+    """
     batches = [p for p in progress if p["numInputRows"] > 0][1:]
-    rows = sum(p["numInputRows"] for p in batches)
+    if rows_per_batch is None:
+        rows = sum(p["numInputRows"] for p in batches)
+    else:
+        rows = rows_per_batch * len(batches)
     millis = sum(p["durationMs"]["triggerExecution"] for p in batches)
     latencies = [p["durationMs"]["triggerExecution"] for p in batches]
     return (rows / (millis / 1000.0) if millis else 0.0), latencies
@@ -162,7 +171,7 @@ def run_squall(spark: Any, batches: int, size: int, directory: str) -> dict[str,
         query = cluster._get("wc").queries[0].query
         progress = [json.loads(p.json) for p in query.recentProgress]
         counted = sum(MemoryMapState.contents(factory).values())
-    rate, latencies = rows_per_second(progress)
+    rate, latencies = rows_per_second(progress, size)
     return {"rows_per_sec": rate, "batch_ms": latencies, "words_counted": counted}
 
 
