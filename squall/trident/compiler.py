@@ -52,7 +52,7 @@ from squall.trident.processors import (
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCResultReturner
 from squall.trident.spouts import AnyTridentSpout, BatchSpout, OpaquePartitionedTridentSpout
-from squall.trident.state.base import StateFactory, StateLocality
+from squall.trident.state.base import locality_of
 from squall.trident.stream import TridentTopology
 
 
@@ -213,8 +213,7 @@ def _state_bindings(processors: list[Processor]) -> tuple[StateBinding, ...]:
         else:
             continue
         factory = processor.factory
-        locality = factory.locality if isinstance(factory, StateFactory) else StateLocality.SHARED
-        bindings.append(StateBinding(processor.index, access, factory, locality))
+        bindings.append(StateBinding(processor.index, access, factory, locality_of(factory)))
     return tuple(bindings)
 
 

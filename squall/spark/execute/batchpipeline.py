@@ -24,7 +24,7 @@ from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
-from squall.trident.state.base import StateLocality
+from squall.trident.state.base import StateLocality, locality_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,7 +60,7 @@ def executors_reach(factory: object) -> bool:
     SQLite: executors of a cluster would open another file; those of a local master
     could share it, but would only wait for each other). A factory that declares no
     locality is ``SHARED``."""
-    return getattr(factory, "locality", StateLocality.SHARED) is StateLocality.SHARED
+    return locality_of(factory) is StateLocality.SHARED
 
 
 def make_stage(

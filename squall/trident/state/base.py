@@ -59,6 +59,13 @@ class StateLocality(enum.Enum):
     IN_PROCESS = "in-process"
 
 
+def locality_of(factory: object) -> StateLocality:
+    """The locality of ``factory``'s states: what it declares, ``SHARED`` for a factory
+    that is not a :class:`StateFactory` (any object with ``make_state``). Used where an
+    engine places the tasks using a state (on the driver that submits the topology)."""
+    return factory.locality if isinstance(factory, StateFactory) else StateLocality.SHARED
+
+
 class StateError(SquallError):
     """A state was used against its contract (writes outside a commit, batches out of
     txid order, writes to a read-only state, values a backend cannot store)."""
