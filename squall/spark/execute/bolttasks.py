@@ -29,6 +29,7 @@ from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
 from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
+from squall.spark.execute.ledger import LedgerPart
 from squall.spark.execute.packets import (
     NO_TASK,
     ArrowFunction,
@@ -151,7 +152,7 @@ class LiveBolt:
         runner.run_batch(len(runner.inbox), SYSTEM_CLOCK.now_ms())
         if implements(runner.component, SettlesBatch):
             runner.component.settle_batch()
-        acks = dict(self.ack_buffer.acks)
+        acks = LedgerPart.of(self.ack_buffer.acks)
         self.ack_buffer.acks.clear()
         self.ack_buffer.inits.clear()
         fails = self.outboxes.drain_ledger()

@@ -21,6 +21,7 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import reduce
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from squall.model.grouping import GroupingKind
@@ -30,6 +31,7 @@ from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.bolttasks import stage_function, tick_packets
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.ledger import unfinished_trees
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import collection_paused
@@ -220,25 +222,19 @@ class CorePipeline:
         tasks' acks) and fold the task reports into the metrics; the trees that failed
         or did not complete are kept for :meth:`finish`."""
         with collection_paused():
-            values: dict[int, int] = {}
-            for component_id, log in self.logs.items():
-                for index in ranges.get(component_id, range(0)):
-                    batch = log.batch(index).core
-                    if batch is not None:
-                        values.update(batch.inits)
-            failed: set[int] = set()
+            inits = [
+                log.inits(index)
+                for component_id, log in self.logs.items()
+                for index in ranges.get(component_id, range(0))
+            ]
             for report_key, report in reports.items():
                 figures = report.figures
                 key = (report_key.component_id, report_key.task_index)
                 fold_figures(self.bolts[key], figures)
                 self.custom[key] = figures.custom
-                for root, value in report.acks.items():
-                    current = values.get(root)
-                    if current is not None:
-                        values[root] = current ^ value
-                failed.update(report.fails)
-            incomplete = {root for root, value in values.items() if value}
-            self.failed[batch_id] = incomplete | (failed & values.keys())
+            acks = [report.acks for report in reports.values()]
+            fails = chain.from_iterable(report.fails for report in reports.values())
+            self.failed[batch_id] = unfinished_trees(inits, acks, fails)
 
     def component_stats(
         self, capacity: CapacityWindow, figures: BatchFigures

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from pyspark.accumulators import AccumulatorParam
 
 from squall.runtime.metrics import ErrorInfo
+from squall.spark.execute.ledger import LedgerPart
 
 #: Batches whose durations ``get_topology_info`` summarizes (median).
 RECENT_BATCHES = 100
@@ -75,7 +76,7 @@ class TaskReport:
 
     figures: TaskFigures
     #: Root id -> the XOR of the task's acks for it.
-    acks: dict[int, int] = field(default_factory=dict)
+    acks: LedgerPart = field(default_factory=LedgerPart)
     #: Roots the task failed explicitly.
     fails: list[int] = field(default_factory=list)
 

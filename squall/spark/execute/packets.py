@@ -16,7 +16,8 @@ from __future__ import annotations
 import pickle
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,6 +42,15 @@ NO_TASK = -1
 #: How a packet holds its tuples' root and edge ids.
 _UNTRACKED, _ONE_TREE, _ANY = 0, 1, 2
 
+_VALUES = attrgetter("values")
+_ROOTS = attrgetter("_roots")
+
+
+def _length(roots: tuple[int, ...] | None) -> int:
+    """How many ids a tuple's roots hold (-1: it is not tracked)."""
+    return -1 if roots is None else len(roots)
+
+
 Values = list[Any]
 
 
@@ -63,13 +73,16 @@ class Packet(NamedTuple):
     tuples: bytes
 
 
-def pack(values: Sequence[Sequence[Any]], roots: Sequence[Any]) -> bytes:
+def pack(tuples: Sequence[Tuple]) -> bytes:
     """Pickle tuples' values and root/edge ids: the values as a list, the ids (when each
     tuple is in one tree: a root and an edge id, the usual case) as one array of 64-bit
     integers, which pickles and loads faster than Python ints."""
-    if all(r is None for r in roots):
+    values = list(map(_VALUES, tuples))
+    roots = list(map(_ROOTS, tuples))
+    lengths = set(map(_length, roots))
+    if lengths == {-1}:
         return pickle.dumps((values, _UNTRACKED, None), PICKLE)
-    if all(r is not None and len(r) == 2 for r in roots):
+    if lengths == {2}:
         ids = array("Q", chain.from_iterable(roots)).tobytes()
         return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
     return pickle.dumps((values, _ANY, roots), PICKLE)
@@ -84,14 +97,16 @@ def pack_values(values: list[Values]) -> bytes:
 def unpack(payload: bytes, info: StreamInfo, source_task: int) -> list[Tuple]:
     """The tuples of a packet (see :func:`pack`)."""
     values, kind, roots = pickle.loads(payload)
+    count = len(values)
+    infos, tasks = repeat(info, count), repeat(source_task, count)
     if kind == _UNTRACKED:
-        return [Tuple(v, info, source_task) for v in values]
+        return list(map(Tuple, values, infos, tasks))
     if kind == _ONE_TREE:
         ids = array("Q")
         ids.frombytes(roots)
         flat = iter(ids.tolist())
         roots = zip(flat, flat, strict=False)
-    return [Tuple(v, info, source_task, r) for v, r in zip(values, roots, strict=False)]
+    return list(map(Tuple, values, infos, tasks, roots))
 
 
 def unpack_values(payload: bytes) -> list[Values]:

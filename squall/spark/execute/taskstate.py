@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import cloudpickle
@@ -87,31 +88,37 @@ class Outboxes(list[list[Tuple]]):
             box = self[task_id]
             if not box:
                 continue
+            self[task_id] = []
             dest, index = locations[task_id]
-            first = box[0]
-            groups: dict[tuple[StreamInfo, int], list[Tuple]]
-            if all(t._info is first._info and t.source_task == first.source_task for t in box):
-                groups = {(first._info, first.source_task): box}  # the usual case
-            else:
-                groups = {}
-                for tup in box:
-                    key = (tup._info, tup.source_task)
-                    group = groups.get(key)
-                    if group is None:
-                        group = groups[key] = []
-                    group.append(tup)
-            for (info, source_task), tuples in groups.items():
+            for tuples in _by_origin(box):
+                first = tuples[0]
+                info, source_task = first._info, first.source_task
                 component, stream = info.component_id, info.stream_id
                 for start in range(0, len(tuples), PACKET_TUPLES):
                     chunk = tuples[start : start + PACKET_TUPLES]
-                    values = [t.values for t in chunk]
-                    roots = [t._roots for t in chunk]
-                    payload = pack(values, roots)
+                    payload = pack(chunk)
                     packets.append(
                         Packet(dest, index, component, stream, source_task, len(chunk), payload)
                     )
-            self[task_id] = []
         return packets
+
+
+_INFO = attrgetter("_info")
+_SOURCE_TASK = attrgetter("source_task")
+
+
+def _by_origin(box: list[Tuple]) -> Iterable[list[Tuple]]:
+    """The tuples of an outbox by (stream, emitting task), in order within each."""
+    if len(set(map(_INFO, box))) == 1 and len(set(map(_SOURCE_TASK, box))) == 1:
+        return (box,)  # the usual case: one stream of one task
+    groups: dict[tuple[StreamInfo, int], list[Tuple]] = {}
+    for tup in box:
+        key = (tup._info, tup.source_task)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = []
+        group.append(tup)
+    return groups.values()
 
 
 @contextlib.contextmanager

@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, NamedTuple
 import cloudpickle
 
 from squall.spark.control.rundir import write_atomically
+from squall.spark.execute.ledger import LedgerPart
 from squall.spark.execute.packets import Values
 from squall.trident.spouts import BatchSpout
 
 if TYPE_CHECKING:
     from squall.spark.sources.spouttasks import CoreBatch
 
+PICKLE = pickle.HIGHEST_PROTOCOL
 _BATCH = re.compile(r"^(\d{12})\.batch$")
 _PARTITION = re.compile(r"^(\d{12})\.p(\d+)$")
 
@@ -222,6 +224,25 @@ class SpoutLog:
                 return None
             total += found.tuples
         return total
+
+    # -- the XOR ledger's start of a core spout's batches ------------------------------
+
+    def _inits_path(self, index: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.inits")
+
+    def write_inits(self, index: int, inits: LedgerPart) -> None:
+        """Record the init values of the trees batch ``index`` started (the source's
+        driver side, before it logs the batch)."""
+        write_atomically(self._inits_path(index), pickle.dumps(tuple(inits), PICKLE))
+
+    def inits(self, index: int) -> LedgerPart:
+        """The init values of the trees batch ``index`` started (none if it started
+        none)."""
+        try:
+            with open(self._inits_path(index), "rb") as handle:
+                return LedgerPart(*pickle.load(handle))
+        except FileNotFoundError:
+            return LedgerPart()
 
     # -- outcomes of a core spout's batches (written by the driver) -------------------
 

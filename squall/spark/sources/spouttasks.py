@@ -25,6 +25,7 @@ from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import summarize
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory
+from squall.spark.execute.ledger import LedgerPart
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.snapshots import (
     Engine,
@@ -63,8 +64,6 @@ class CoreBatch:
 
     #: The batch's tuples, in packets for the bolts' tasks.
     packets: list[Packet]
-    #: Root id -> the spout's init value of each new tree (the XOR ledger's start).
-    inits: dict[int, int]
     #: Root id -> the spout task that emitted each new tree.
     roots: dict[int, int]
     #: Every task's state after the batch.
@@ -166,6 +165,10 @@ class SpoutTasks:
 
     def apply_outcomes(self) -> bool:
         """Ack or fail the trees of every batch the driver finished; True if any."""
+        with collection_paused():
+            return self._apply_outcomes()
+
+    def _apply_outcomes(self) -> bool:
         applied_any = False
         while self.applied < self.size:
             failed = self.log.outcome(self.applied)
@@ -195,8 +198,7 @@ class SpoutTasks:
     def next_batch(self, paused: bool, tick_secs: float | None) -> bool:
         """Log batch ``size`` if the spout emitted tuples (or a tick is due); see the
         module docstring."""
-        with collection_paused():
-            changed = self.apply_outcomes()
+        changed = self.apply_outcomes()
         self.set_active(not paused)
         packets: list[Packet] = []
         roots: dict[int, int] = {}
@@ -214,7 +216,8 @@ class SpoutTasks:
             if packets:
                 self.unfinished.add(self.size)
             snapshots = [task.snapshot() for task in self.tasks]
-            batch = CoreBatch(packets, inits, roots, snapshots, self.applied)
+            batch = CoreBatch(packets, roots, snapshots, self.applied)
+            self.log.write_inits(self.size, LedgerPart.of(inits))
             self.log.append(self.size, LoggedBatch(core=batch, tuples=emitted))
             self.size += 1
             self.last_logged = time.monotonic()
