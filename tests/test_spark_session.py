@@ -22,7 +22,7 @@ from squall.spark.runtime import session
 from squall.spark.runtime.javaerrors import innermost_cause
 from squall.spark.runtime.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
 from squall.spark.runtime.masters import check_master
-from squall.spark.runtime.session import session_settings
+from squall.spark.runtime.session import QUICK_COMPILER, session_settings
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)
@@ -260,9 +260,21 @@ def test_a_session_keeps_the_users_java_options_and_stays_quiet() -> None:
     settings = session_settings(
         None, False, {"spark.driver.extraJavaOptions": "-Xss4m", "spark.ui.enabled": "true"}
     )
-    assert settings["spark.driver.extraJavaOptions"] == f"-Xss4m {option}"
+    assert settings["spark.driver.extraJavaOptions"] == f"-Xss4m {option} {QUICK_COMPILER}"
     assert settings["spark.ui.enabled"] == "true"  # the user's settings win
     assert settings["spark.ui.showConsoleProgress"] == "false"
     loud = session_settings("local[2]", True, {"spark.driver.extraJavaOptions": "-Xss4m"})
-    assert loud["spark.driver.extraJavaOptions"] == "-Xss4m"
+    assert loud["spark.driver.extraJavaOptions"] == f"-Xss4m {QUICK_COMPILER}"
     assert loud["spark.master"] == "local[2]"
+
+
+def test_a_local_session_uses_the_quick_compiler_unless_the_user_chose() -> None:
+    for master in ("local", "local[2]", "local[*, 4]"):
+        settings = session_settings(master, True, None)
+        assert settings["spark.driver.extraJavaOptions"] == QUICK_COMPILER
+    chosen = {"spark.driver.extraJavaOptions": "-XX:-TieredCompilation"}
+    assert session_settings("local[2]", True, chosen)["spark.driver.extraJavaOptions"] == (
+        "-XX:-TieredCompilation"
+    )
+    cluster = session_settings("spark://10.0.0.5:7077", True, None)
+    assert "spark.driver.extraJavaOptions" not in cluster

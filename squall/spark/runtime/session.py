@@ -23,6 +23,14 @@ from squall.spark.runtime.pythonexec import worker_python
 from squall.spark.runtime.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
+#: The JVM option a local session starts with: the JIT's quick compiler only. In a
+#: local session the one JVM holds the executors too, and for squall it only moves
+#: opaque packets between Python processes; the optimizing compiler kept recompiling
+#: each micro-batch's generated code on the cores the Python workers need (measured on
+#: 2 cores, word count at 100,000 tuples per batch: 10% less CPU per batch, 9% faster).
+QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
+#: Options by which a user chose the JIT's compilers themselves (left alone).
+_COMPILER_FLAGS = ("TieredStopAtLevel", "TieredCompilation")
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
 
 
@@ -72,6 +80,10 @@ def session_settings(
     }
     if EXTRA_JAVA_OPTIONS in output_settings:  # the user's Java options, and quiet logs
         settings[EXTRA_JAVA_OPTIONS] = output_settings[EXTRA_JAVA_OPTIONS]
+    if settings["spark.master"].startswith("local[") or settings["spark.master"] == "local":
+        given = settings.get(EXTRA_JAVA_OPTIONS, "")
+        if not any(flag in given for flag in _COMPILER_FLAGS):
+            settings[EXTRA_JAVA_OPTIONS] = f"{given} {QUICK_COMPILER}".strip()
     return settings
 
 
