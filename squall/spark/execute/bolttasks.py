@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.collectors import OutputCollector
 from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
 from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
@@ -56,6 +55,7 @@ from squall.spark.execute.taskstate import (
     core_setup,
     wire_task,
 )
+from squall.spark.execute.wire import WireOutputCollector
 from squall.spark.runtime.workerprocess import prepare_process
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class LiveBolt:
         self.outboxes = parts.outboxes
         self.ack_buffer = parts.ack_buffer
         spec = self.setup.core.topology.get_component(self.component_id)
-        collector = OutputCollector(parts.wiring)
+        collector = WireOutputCollector(parts.wiring, parts.outboxes)
         component = copy.deepcopy(spec.component)
         self.runner = BoltRunner(component, parts.context, parts.conf, collector, deque())
         try:

@@ -7,8 +7,8 @@ a million tuples is a few hundred rows for Spark to move, not a million. Core an
 Trident/transactional topologies use the same rows.
 
 A packet's payload holds the tuples' values and, on a core topology that tracks tuple
-trees, their root and edge ids (see :func:`pack`); Trident and transactional tuples
-are untracked (:func:`pack_values`).
+trees, their root and edge ids (:func:`pack_trees`, :func:`pack_tuples`); Trident and
+transactional tuples are untracked (:func:`pack_values`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from __future__ import annotations
 import pickle
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain, repeat
-from operator import attrgetter
+from itertools import repeat
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -42,15 +41,6 @@ NO_TASK = -1
 #: How a packet holds its tuples' root and edge ids.
 _UNTRACKED, _ONE_TREE, _ANY = 0, 1, 2
 
-_VALUES = attrgetter("values")
-_ROOTS = attrgetter("_roots")
-
-
-def _length(roots: tuple[int, ...] | None) -> int:
-    """How many ids a tuple's roots hold (-1: it is not tracked)."""
-    return -1 if roots is None else len(roots)
-
-
 Values = list[Any]
 
 
@@ -69,33 +59,31 @@ class Packet(NamedTuple):
     source_task: int
     #: How many tuples the packet holds.
     size: int
-    #: The tuples, pickled (see :func:`pack` and :func:`pack_values`).
+    #: The tuples, pickled (see :func:`pack_trees`, :func:`pack_tuples`, :func:`pack_values`).
     tuples: bytes
 
 
-def pack(tuples: Sequence[Tuple]) -> bytes:
-    """Pickle tuples' values and root/edge ids: the values as a list, the ids (when each
-    tuple is in one tree: a root and an edge id, the usual case) as one array of 64-bit
-    integers, which pickles and loads faster than Python ints."""
-    values = list(map(_VALUES, tuples))
-    roots = list(map(_ROOTS, tuples))
-    lengths = set(map(_length, roots))
-    if lengths == {-1}:
-        return pickle.dumps((values, _UNTRACKED, None), PICKLE)
-    if lengths == {2}:
-        ids = array("Q", chain.from_iterable(roots)).tobytes()
-        return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
-    return pickle.dumps((values, _ANY, roots), PICKLE)
+def pack_trees(values: Sequence[Sequence[Any]], ids: bytes) -> bytes:
+    """Pickle tuples that are each in one tree: their values as a list, their root and
+    edge ids as one array of 64-bit integers (``ids``: root, edge, root, edge...), which
+    pickles and loads faster than Python ints."""
+    return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
 
 
-def pack_values(values: list[Values]) -> bytes:
-    """Pickle untracked tuples' values (what :func:`pack` makes of them, without
-    looking at their ids)."""
+def pack_tuples(values: Sequence[Sequence[Any]], roots: Sequence[tuple[int, ...] | None]) -> bytes:
+    """Pickle tuples with any ids: each tuple's ``(root, edge, root, edge...)`` or None
+    when it is not tracked."""
+    return pickle.dumps((values, _ANY, list(roots)), PICKLE)
+
+
+def pack_values(values: Sequence[Sequence[Any]]) -> bytes:
+    """Pickle untracked tuples' values."""
     return pickle.dumps((values, _UNTRACKED, None), PICKLE)
 
 
 def unpack(payload: bytes, info: StreamInfo, source_task: int) -> list[Tuple]:
-    """The tuples of a packet (see :func:`pack`)."""
+    """The tuples of a packet (made by :func:`pack_trees`, :func:`pack_tuples` or
+    :func:`pack_values`)."""
     values, kind, roots = pickle.loads(payload)
     count = len(values)
     infos, tasks = repeat(info, count), repeat(source_task, count)

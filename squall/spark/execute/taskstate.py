@@ -11,21 +11,19 @@ from __future__ import annotations
 import contextlib
 import gc
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 import cloudpickle
 
 from squall.model.config import Config, component_config
-from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute, build_routes
 from squall.spark.control.taskcache import TASKS
-from squall.spark.execute.packets import PACKET_TUPLES, Packet, pack
+from squall.spark.execute.wire import Outboxes
 from squall.spark.plan.core import LEDGER_TASK, CorePlan
 
 PICKLE = pickle.HIGHEST_PROTOCOL
@@ -65,60 +63,6 @@ def write_setup(path: str, setup: CoreSetup) -> None:
     """Write ``setup`` for the tasks of a run to load."""
     with open(path, "wb") as handle:
         handle.write(cloudpickle.dumps(setup))
-
-
-class Outboxes(list[list[Tuple]]):
-    """Per task id, the tuples a task sent there (index ``LEDGER_TASK``: its fail
-    messages), as the engine-neutral collectors expect: ``outboxes[t].append(tup)``."""
-
-    def __init__(self, max_task_id: int) -> None:
-        super().__init__([] for _ in range(max_task_id + 1))
-
-    def drain_ledger(self) -> list[int]:
-        """Roots failed explicitly since the last call."""
-        box = self[LEDGER_TASK]
-        roots = [tup.values[0] for tup in box]
-        box.clear()
-        return roots
-
-    def drain_packets(self, locations: dict[int, tuple[int, int]]) -> list[Packet]:
-        """The tuples sent since the last call, in packets, in emit order per target."""
-        packets: list[Packet] = []
-        for task_id in range(1, len(self)):
-            box = self[task_id]
-            if not box:
-                continue
-            self[task_id] = []
-            dest, index = locations[task_id]
-            for tuples in _by_origin(box):
-                first = tuples[0]
-                info, source_task = first._info, first.source_task
-                component, stream = info.component_id, info.stream_id
-                for start in range(0, len(tuples), PACKET_TUPLES):
-                    chunk = tuples[start : start + PACKET_TUPLES]
-                    payload = pack(chunk)
-                    packets.append(
-                        Packet(dest, index, component, stream, source_task, len(chunk), payload)
-                    )
-        return packets
-
-
-_INFO = attrgetter("_info")
-_SOURCE_TASK = attrgetter("source_task")
-
-
-def _by_origin(box: list[Tuple]) -> Iterable[list[Tuple]]:
-    """The tuples of an outbox by (stream, emitting task), in order within each."""
-    if len(set(map(_INFO, box))) == 1 and len(set(map(_SOURCE_TASK, box))) == 1:
-        return (box,)  # the usual case: one stream of one task
-    groups: dict[tuple[StreamInfo, int], list[Tuple]] = {}
-    for tup in box:
-        key = (tup._info, tup.source_task)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = []
-        group.append(tup)
-    return groups.values()
 
 
 @contextlib.contextmanager
@@ -163,7 +107,7 @@ def wire_task(setup: CoreSetup, component_id: str, task_id: int) -> TaskParts:
         float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS]),
         int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL]),
     )
-    outboxes = Outboxes(core.plan.max_task_id)
+    outboxes = Outboxes(core.plan.max_task_id, task_id)
     acker_tasks = [LEDGER_TASK] if core.tracking else []
     ack_buffer = AckBuffer(outboxes, acker_tasks)
     wiring = TaskWiring(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)

@@ -1,0 +1,228 @@
+"""Outboxes that hold a core task's emitted tuples the way they travel between stages.
+
+On Spark every tuple a core task emits leaves its process in a packet (see
+``execute.packets``). The outboxes of a task keep, per stream and target task, a
+:class:`WireBox`: the tuples' values in a list and, while every tuple there belongs to
+one tree (a root and an edge id: the usual case when acking), their ids in an array of
+64-bit integers, so a packet is pickled from them without a ``Tuple`` object per tuple.
+The engine-neutral collectors append ``Tuple`` objects (``outboxes[t].append(tup)``);
+:class:`WireOutputCollector` writes a bolt's usual emits straight into the boxes, and
+every other emit (direct, multi-anchored, a spout's) reaches the same boxes through
+``append``, so the emit order per stream and target is kept.
+
+Runs in the process of the task (a bolt task on an executor, a spout task in its
+source's driver-side process), on the task's thread.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from random import getrandbits
+from typing import Any
+
+from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.runtime.collectors import OutputCollector, TaskWiring
+from squall.spark.execute.packets import (
+    PACKET_TUPLES,
+    Packet,
+    pack_trees,
+    pack_tuples,
+    pack_values,
+)
+from squall.spark.plan.core import LEDGER_TASK
+
+#: What a :class:`WireBox` holds: nothing yet, untracked tuples only, tuples in one
+#: tree each (ids in ``ids``), or any mix (ids per tuple in ``roots``).
+EMPTY, UNTRACKED, TREES, MIXED = 0, 1, 2, 3
+
+Roots = tuple[int, ...] | None
+
+
+class WireBox:
+    """The tuples one task sent on one stream to one target task since the last drain,
+    in emit order."""
+
+    __slots__ = ("ids", "mode", "roots", "values")
+
+    def __init__(self) -> None:
+        self.mode = EMPTY
+        self.values: list[Sequence[Any]] = []
+        #: ``TREES``: root and edge id of each tuple, flat.
+        self.ids = array("Q")
+        #: ``MIXED``: each tuple's ids (None: untracked).
+        self.roots: list[Roots] = []
+
+    def add(self, values: Sequence[Any], roots: Roots) -> None:
+        """Add a tuple with its ids (``Tuple._roots``)."""
+        mode = self.mode
+        if roots is None:
+            if mode in (EMPTY, UNTRACKED):
+                self.mode = UNTRACKED
+                self.values.append(values)
+                return
+        elif len(roots) == 2 and mode in (EMPTY, TREES):
+            self.mode = TREES
+            self.values.append(values)
+            self.ids.extend(roots)
+            return
+        if mode != MIXED:
+            self.roots = self._roots_so_far()
+            self.ids = array("Q")
+            self.mode = MIXED
+        self.values.append(values)
+        self.roots.append(roots)
+
+    def _roots_so_far(self) -> list[Roots]:
+        if self.mode == TREES:
+            flat = iter(self.ids.tolist())
+            return list(zip(flat, flat, strict=False))
+        return [None] * len(self.values)
+
+    def payloads(self) -> list[tuple[int, bytes]]:
+        """The tuples packed (see ``execute.packets``), ``PACKET_TUPLES`` at most per
+        payload, with their counts."""
+        values, mode = self.values, self.mode
+        found = []
+        for start in range(0, len(values), PACKET_TUPLES):
+            chunk = values[start : start + PACKET_TUPLES]
+            stop = start + len(chunk)
+            if mode == TREES:
+                payload = pack_trees(chunk, self.ids[2 * start : 2 * stop].tobytes())
+            elif mode == MIXED:
+                payload = pack_tuples(chunk, self.roots[start:stop])
+            else:
+                payload = pack_values(chunk)
+            found.append((len(chunk), payload))
+        return found
+
+
+class Outboxes(Sequence[Any]):
+    """The outboxes of one task, indexed by task id as the engine-neutral collectors
+    expect (``outboxes[t].append(tup)``): index ``LEDGER_TASK`` holds its fail messages
+    (a list), any other index the task's :class:`WireBox` per stream for that target.
+
+    Args:
+        max_task_id: the highest task id of the topology.
+        source_task: the task whose outboxes these are.
+    """
+
+    def __init__(self, max_task_id: int, source_task: int) -> None:
+        self.source_task = source_task
+        self.size = max_task_id + 1
+        #: Fail messages to the XOR ledger.
+        self.ledger: list[Tuple] = []
+        #: Stream -> its boxes, indexed by target task id.
+        self.rows: dict[StreamInfo, list[WireBox]] = {}
+        self._targets = [_TargetOutbox(self, task_id) for task_id in range(self.size)]
+
+    def __getitem__(self, task_id: int) -> Any:  # type: ignore[override]
+        return self.ledger if task_id == LEDGER_TASK else self._targets[task_id]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def row(self, info: StreamInfo) -> list[WireBox]:
+        """The boxes of stream ``info``, indexed by target task id."""
+        row = self.rows.get(info)
+        if row is None:
+            row = self.rows[info] = [WireBox() for _ in range(self.size)]
+        return row
+
+    def drain_ledger(self) -> list[int]:
+        """Roots failed explicitly since the last call."""
+        roots = [tup.values[0] for tup in self.ledger]
+        self.ledger.clear()
+        return roots
+
+    def drain_packets(self, locations: dict[int, tuple[int, int]]) -> list[Packet]:
+        """The tuples sent since the last call, in packets, in emit order per stream and
+        target."""
+        packets: list[Packet] = []
+        source_task = self.source_task
+        for info, row in self.rows.items():
+            component, stream = info.component_id, info.stream_id
+            for task_id, box in enumerate(row):
+                if box.mode == EMPTY:
+                    continue
+                row[task_id] = WireBox()
+                dest, index = locations[task_id]
+                for size, payload in box.payloads():
+                    packet = Packet(dest, index, component, stream, source_task, size, payload)
+                    packets.append(packet)
+        return packets
+
+
+class _TargetOutbox:
+    """``outboxes[t]`` for a target task ``t``: ``append(tup)`` puts the tuple in its
+    stream's box."""
+
+    __slots__ = ("outboxes", "task_id")
+
+    def __init__(self, outboxes: Outboxes, task_id: int) -> None:
+        self.outboxes = outboxes
+        self.task_id = task_id
+
+    def append(self, tup: Tuple) -> None:
+        self.outboxes.row(tup._info)[self.task_id].add(tup.values, tup._roots)
+
+
+class WireOutputCollector(OutputCollector):
+    """A bolt task's collector on Spark: the engine-neutral one, with its usual emits
+    (on a declared non-direct stream, anchored to one tuple of one tree, or untracked)
+    written straight into the task's :class:`WireBox` es. Acking, counters and checks
+    are those of :class:`~squall.runtime.collectors.OutputCollector`."""
+
+    def __init__(self, wiring: TaskWiring, outboxes: Outboxes) -> None:
+        super().__init__(wiring)
+        self._wire = outboxes
+        self._rows: dict[str, list[WireBox]] = {}
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, anchored to ``anchors`` (see
+        :meth:`OutputCollector.emit`)."""
+        route = self._routes.get(stream)
+        if route is None or route.direct or len(values) != route.width or self._observer:
+            return super().emit(values, anchors, stream)
+        root = -1  # untracked
+        if self._tracking and anchors is not None:
+            if not isinstance(anchors, Tuple):
+                return super().emit(values, anchors, stream)
+            anchor = anchors
+            anchor_roots = anchor._roots
+            if not anchor_roots or len(anchor_roots) != 2:
+                return super().emit(values, anchors, stream)
+            root = anchor_roots[0]
+        rows = self._rows.get(stream)
+        if rows is None:
+            rows = self._rows[stream] = self._wire.row(route.info)
+        targets = route.choose(self._task_id, values)
+        route.emitted += 1
+        route.transferred += len(targets)
+        if root < 0:
+            for target in targets:
+                box = rows[target]
+                if box.mode <= UNTRACKED:
+                    box.mode = UNTRACKED
+                    box.values.append(values)
+                else:
+                    box.add(values, None)
+            return targets
+        for target in targets:
+            edge = getrandbits(64)
+            anchor._ack_val ^= edge
+            box = rows[target]
+            if box.mode == TREES or box.mode == EMPTY:
+                box.mode = TREES
+                box.values.append(values)
+                ids = box.ids
+                ids.append(root)
+                ids.append(edge)
+            else:
+                box.add(values, (root, edge))
+        return targets
