@@ -9,17 +9,29 @@ from typing import Any
 
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, Tuple
 from squall.model.tuple import StreamInfo
-from squall.runtime.collectors import OutputCollector
+from squall.runtime.clock import ManualClock
+from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
 from squall.spark.execute.packets import unpack
 from squall.spark.execute.taskstate import CoreSetup, wire_task
-from squall.spark.execute.wire import MIXED, TREES, UNTRACKED, WireBox, WireOutputCollector
+from squall.spark.execute.wire import (
+    MIXED,
+    TREES,
+    UNTRACKED,
+    WireBox,
+    WireOutputCollector,
+    WireSpoutOutputCollector,
+)
 from squall.spark.plan.core import core_plan
 
 INFO = StreamInfo("b", "default", Fields("w"))
 
 
-class Words(Spout):
+class DirectWords(Spout):
     outputs = ["w"]
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        super().declare_output_fields(declarer)
+        declarer.declare_stream("direct", ["w"], direct=True)
 
     def next_tuple(self) -> None:
         pass
@@ -43,8 +55,9 @@ class Sink(Bolt):
 
 def _setup(acking: bool) -> CoreSetup:
     builder = TopologyBuilder()
-    builder.set_spout("s", Words())
+    builder.set_spout("s", DirectWords())
     builder.set_bolt("b", Relay()).shuffle_grouping("s")
+    builder.set_bolt("e", Sink(), 2).all_grouping("s").direct_grouping("s", "direct")
     sink = builder.set_bolt("c", Sink(), 3)
     sink.fields_grouping("b", Fields("w")).all_grouping("b", "other")
     sink.direct_grouping("b", "direct")
@@ -155,3 +168,42 @@ def test_the_wire_collector_sends_what_the_engine_neutral_one_does() -> None:
         assert received == wanted
         assert sum(map(len, wanted.values())) == 30 * 2 + 30 * 3 + 6 * 2 + 6
         assert wired.outboxes.drain_packets(core.locations) == []
+
+
+def test_the_wire_spout_collector_sends_and_tracks_what_the_engine_neutral_one_does() -> None:
+    setup = _setup(acking=True)
+    core = setup.core
+    task = core.plan.component_tasks["s"][0]
+    sinks = {c: list(core.plan.component_tasks[c]) for c in ("b", "e")}
+    plain = wire_task(setup, "s", task)
+    expected: list[list[Tuple]] = [[] for _ in range(core.plan.max_task_id + 1)]
+    plain.wiring.outboxes = expected
+    plain.wiring.ack_buffer = None
+    clock = ManualClock(1000)
+    reference = SpoutOutputCollector(plain.wiring, clock)
+    wired = wire_task(setup, "s", task)
+    collector = WireSpoutOutputCollector(wired.wiring, clock, wired.outboxes)
+    for emitting in (reference, collector):
+        random.seed(5)
+        for n in range(40):
+            emitting.emit([f"w{n}"], n if n % 4 else None)
+            if n % 10 == 0:
+                emitting.emit_direct(sinks["e"][1], [f"d{n}"], f"direct-{n}", "direct")
+    assert collector.pending == reference.pending
+    assert collector.completed == reference.completed
+    assert wired.ack_buffer.acks == reference._ack_buffer.acks
+    assert wired.ack_buffer.inits == reference._ack_buffer.inits
+    received: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
+    for packet in wired.outboxes.drain_packets(core.locations):
+        dest = core.stages[packet.dest].component_id
+        info = core.infos[("s", packet.stream)]
+        tuples = unpack(packet.tuples, info, packet.source_task)
+        received.setdefault((sinks[dest][packet.target], packet.stream), []).extend(
+            (t.values, t._roots) for t in tuples
+        )
+    wanted: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
+    for target, box in enumerate(expected):
+        for tup in box:
+            wanted.setdefault((target, tup.source_stream), []).append((tup.values, tup._roots))
+    assert received == wanted
+    assert len(collector.pending) == 30 + 4

@@ -6,9 +6,10 @@ On Spark every tuple a core task emits leaves its process in a packet (see
 one tree (a root and an edge id: the usual case when acking), their ids in an array of
 64-bit integers, so a packet is pickled from them without a ``Tuple`` object per tuple.
 The engine-neutral collectors append ``Tuple`` objects (``outboxes[t].append(tup)``);
-:class:`WireOutputCollector` writes a bolt's usual emits straight into the boxes, and
-every other emit (direct, multi-anchored, a spout's) reaches the same boxes through
-``append``, so the emit order per stream and target is kept.
+:class:`WireOutputCollector` and :class:`WireSpoutOutputCollector` write a bolt's and a
+spout's usual emits straight into the boxes, and every other emit (direct,
+multi-anchored, observed) reaches the same boxes through ``append``, so the emit order
+per stream and target is kept.
 
 Runs in the process of the task (a bolt task on an executor, a spout task in its
 source's driver-side process), on the task's thread.
@@ -22,7 +23,9 @@ from random import getrandbits
 from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
-from squall.runtime.collectors import OutputCollector, TaskWiring
+from squall.runtime.clock import Clock
+from squall.runtime.collectors import OutputCollector, SpoutOutputCollector, TaskWiring
+from squall.runtime.routing import StreamRoute
 from squall.spark.execute.packets import (
     PACKET_TUPLES,
     Packet,
@@ -226,3 +229,33 @@ class WireOutputCollector(OutputCollector):
             else:
                 box.add(values, (root, edge))
         return targets
+
+
+class WireSpoutOutputCollector(SpoutOutputCollector):
+    """A spout task's collector on Spark: the engine-neutral one, with its tracked emits
+    (a message id, acking on) written straight into the task's :class:`WireBox` es."""
+
+    def __init__(self, wiring: TaskWiring, clock: Clock, outboxes: Outboxes) -> None:
+        super().__init__(wiring, clock)
+        self._wire = outboxes
+
+    def _send(
+        self, route: StreamRoute, targets: list[int], values: Sequence[Any], msg_id: Any
+    ) -> None:
+        if msg_id is None or not self._tracking or not targets or self._observer is not None:
+            super()._send(route, targets, values, msg_id)
+            return
+        self.emit_count += 1
+        route.emitted += 1
+        route.transferred += len(targets)
+        row = self._wire.row(route.info)
+        root = getrandbits(64)
+        ack_val = 0
+        for target in targets:
+            edge = getrandbits(64)
+            ack_val ^= edge
+            row[target].add(values, (root, edge))
+        self.pending[root] = [msg_id, self._clock.now_ms()]
+        buffer = self._ack_buffer
+        buffer.inits[root] = self._task_id
+        buffer.acks[root] = buffer.acks.get(root, 0) ^ ack_val

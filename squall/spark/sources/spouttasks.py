@@ -21,7 +21,6 @@ from squall.model.fields import Fields
 from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONENT
 from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.metrics import summarize
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory
@@ -35,6 +34,7 @@ from squall.spark.execute.snapshots import (
     routes_state,
 )
 from squall.spark.execute.taskstate import CoreSetup, collection_paused, wire_task
+from squall.spark.execute.wire import WireSpoutOutputCollector
 from squall.spark.plan.core import LEDGER_TASK
 from squall.spark.sources.spoutlog import LoggedBatch, SpoutLog
 
@@ -84,7 +84,7 @@ class _SpoutTask:
         self.stats = parts.stats
         self.outboxes = parts.outboxes
         self.ack_buffer = parts.ack_buffer
-        self.collector = SpoutOutputCollector(parts.wiring, SYSTEM_CLOCK)
+        self.collector = WireSpoutOutputCollector(parts.wiring, SYSTEM_CLOCK, parts.outboxes)
         pending = conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
         self.runner = SpoutRunner(
             copy.deepcopy(core.topology.get_component(component_id).component),
