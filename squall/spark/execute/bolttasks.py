@@ -19,7 +19,7 @@ import copy
 import logging
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
@@ -138,9 +138,11 @@ class LiveBolt:
         self.store.write(batch_id, TaskSnapshot(component, routes))
         self.last_batch = batch_id
 
-    def run(self, batch_id: int, tuples: list[Tuple]) -> tuple[list[Packet], TaskReport]:
-        """Execute ``tuples`` (ticks first) as batch ``batch_id``; return the packets
-        emitted and the task's report (ledger and metrics of this batch)."""
+    def run(self, batch_id: int, chunks: Iterable[list[Tuple]]) -> tuple[list[Packet], TaskReport]:
+        """Execute the tuples of ``chunks`` (ticks first), chunk after chunk, as batch
+        ``batch_id``; return the packets emitted and the task's report (ledger and
+        metrics of this batch). A chunk is made as the one before has run, so a packet's
+        tuples are made and executed while they are in the processor's cache."""
         self._ensure(batch_id)
         runner = self.runner
         stats = runner.stats
@@ -148,8 +150,10 @@ class LiveBolt:
         streams = {s: (r.emitted, r.transferred) for s, r in self.routes.items()}
         busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
-        runner.inbox.extend(tuples)
-        runner.run_batch(len(runner.inbox), SYSTEM_CLOCK.now_ms())
+        inbox = runner.inbox
+        for chunk in chunks:
+            inbox.extend(chunk)
+            runner.run_batch(len(inbox), SYSTEM_CLOCK.now_ms())
         if implements(runner.component, SettlesBatch):
             runner.component.settle_batch()
         acks = LedgerPart.of(self.ack_buffer.acks)
@@ -237,14 +241,17 @@ def stage_function(
         produced: Reports = {}
         for target in sorted(by_task):
             entries = sorted(by_task[target], key=lambda p: p.stream != TICK_STREAM)
-            tuples: list[Tuple] = []
-            for packet in entries:
-                if packet.stream == TICK_STREAM:
-                    info = TICK_STREAM_INFO
-                else:
-                    info = infos[(packet.source, packet.stream)]
-                tuples.extend(unpack(packet.tuples, info, packet.source_task))
-            emitted, report = live_bolt(setup, component_id, target).run(batch_id, tuples)
+            chunks = (
+                unpack(
+                    packet.tuples,
+                    TICK_STREAM_INFO
+                    if packet.stream == TICK_STREAM
+                    else infos[(packet.source, packet.stream)],
+                    packet.source_task,
+                )
+                for packet in entries
+            )
+            emitted, report = live_bolt(setup, component_id, target).run(batch_id, chunks)
             packets.extend(emitted)
             produced[ReportKey(batch_id, attempt, component_id, target)] = report
         if produced:
