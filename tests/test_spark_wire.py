@@ -207,3 +207,51 @@ def test_the_wire_spout_collector_sends_and_tracks_what_the_engine_neutral_one_d
             wanted.setdefault((target, tup.source_stream), []).append((tup.values, tup._roots))
     assert received == wanted
     assert len(collector.pending) == 30 + 4
+
+
+class Recording(Spout):
+    outputs = ["w"]
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.collector.emit([f"w{self.n}"], f"m{self.n}")
+
+    def ack(self, msg_id: Any) -> None:
+        self.calls.append(("ack", msg_id))
+
+    def fail(self, msg_id: Any) -> None:
+        self.calls.append(("fail", msg_id))
+
+
+def test_a_spout_runner_settles_trees_in_bulk_as_acker_messages_would() -> None:
+    from collections import deque
+
+    from squall.runtime.tasks import SpoutRunner
+
+    setup = _setup(acking=True)
+    task = setup.core.plan.component_tasks["s"][0]
+    parts = wire_task(setup, "s", task)
+    clock = ManualClock(1000)
+    collector = WireSpoutOutputCollector(parts.wiring, clock, parts.outboxes)
+    spout = Recording()
+    runner = SpoutRunner(spout, parts.context, parts.conf, collector, deque(), None, None)
+    runner.start()
+    runner.set_active(True)
+    runner.run_batch(4, clock.now_ms())
+    roots = list(collector.pending)
+    assert [entry[0] for entry in collector.pending.values()] == ["m1", "m2", "m3", "m4"]
+    clock.advance(250)
+    outcomes = [(roots[0], True), (roots[2], False), (roots[1], True), (12345, True)]
+    assert runner.settle_trees(outcomes, clock.now_ms()) == 3
+    assert spout.calls == [("ack", "m1"), ("fail", "m3"), ("ack", "m2")]
+    assert list(collector.pending) == [roots[3]]
+    stats = runner.stats
+    assert (stats.acked, stats.failed, stats.complete_count, stats.complete_ms) == (2, 1, 2, 500)
+    assert runner.settle_trees([(roots[0], False)], clock.now_ms()) == 0  # settled already

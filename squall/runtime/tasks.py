@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from time import perf_counter
 from typing import Any, Protocol
 
@@ -372,6 +372,33 @@ class SpoutRunner(TaskRunner):
             except Exception as exc:
                 stats.record_error(exc)
         return handled
+
+    def settle_trees(self, outcomes: Iterable[tuple[int, bool]], now_ms: float) -> int:
+        """Ack (True) or fail (False) the trees ``outcomes`` names by root id, as their
+        acker messages would: for an engine that learns the outcome of many trees at
+        once (a Spark micro-batch's). A tree no longer pending is skipped. Runs on the
+        task's thread; returns the trees settled."""
+        pending = self.collector.pending
+        stats = self.stats
+        ack, fail = self.component.ack, self.component.fail
+        settled = 0
+        for root, completed in outcomes:
+            entry = pending.pop(root, None)
+            if entry is None:
+                continue
+            settled += 1
+            try:
+                if completed:
+                    stats.acked += 1
+                    stats.complete_count += 1
+                    stats.complete_ms += now_ms - entry[1]
+                    ack(entry[0])
+                else:
+                    stats.failed += 1
+                    fail(entry[0])
+            except Exception as exc:
+                stats.record_error(exc)
+        return settled
 
     def _expire(self, now_ms: float) -> int:
         deadline = now_ms - self.timeout_ms  # type: ignore[operator]

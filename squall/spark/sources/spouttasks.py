@@ -13,13 +13,12 @@ from __future__ import annotations
 import copy
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from squall.model.config import Config
-from squall.model.fields import Fields
-from squall.model.tuple import StreamInfo, Tuple
-from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACKER_COMPONENT
 from squall.runtime.clock import SYSTEM_CLOCK
 from squall.runtime.metrics import summarize
 from squall.runtime.tasks import SpoutRunner
@@ -35,16 +34,12 @@ from squall.spark.execute.snapshots import (
 )
 from squall.spark.execute.taskstate import CoreSetup, collection_paused, wire_task
 from squall.spark.execute.wire import WireSpoutOutputCollector
-from squall.spark.plan.core import LEDGER_TASK
 from squall.spark.sources.spoutlog import LoggedBatch, SpoutLog
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
 #: ``topology.max.spout.pending`` when acking).
 BATCH_MAX_TUPLES_KEY = "topology.spark.batch.max.tuples"
 DEFAULT_BATCH_MAX_TUPLES = 10_000
-
-_ACK_INFO = StreamInfo(ACKER_COMPONENT, ACK_ACK_STREAM, Fields("id"))
-_FAIL_INFO = StreamInfo(ACKER_COMPONENT, ACK_FAIL_STREAM, Fields("id"))
 
 
 class SpoutTaskSnapshot(NamedTuple):
@@ -174,14 +169,22 @@ class SpoutTasks:
             failed = self.log.outcome(self.applied)
             if failed is None:
                 break
-            by_task: dict[int, list[Tuple]] = {}
-            for root, task_id in self.roots.pop(self.applied, {}).items():
-                info = _FAIL_INFO if root in failed else _ACK_INFO
-                by_task.setdefault(task_id, []).append(Tuple([root], info, LEDGER_TASK))
+            roots = self.roots.pop(self.applied, {})
+            by_task: dict[int, list[int]]
+            if len(self.tasks) == 1:
+                by_task = {self.tasks[0].context.task_id: list(roots)}
+            else:
+                by_task = {}
+                for root, task_id in roots.items():
+                    by_task.setdefault(task_id, []).append(root)
             now = SYSTEM_CLOCK.now_ms()
             for task in self.tasks:
-                task.runner.inbox.extend(by_task.get(task.context.task_id, ()))
-                task.runner.run_batch(0, now)  # ack/fail calls only
+                mine = by_task.get(task.context.task_id, [])
+                if failed:
+                    outcomes: Iterable[tuple[int, bool]] = [(r, r not in failed) for r in mine]
+                else:
+                    outcomes = zip(mine, repeat(True))
+                task.runner.settle_trees(outcomes, now)
             self.unfinished.discard(self.applied)
             self.applied += 1
             applied_any = True
