@@ -153,7 +153,7 @@ class CorePipeline:
         its input holds only packets for its task ``i``. So it is when it reads only
 
         * one spout, the only one, with as many tasks as that spout's batch is read in
-          slices, and this micro-batch holds one batch of it (see ``source_slices``);
+          slices, and this micro-batch holds one batch of it (see ``CorePlan.spout_slices``);
         * or local-or-shuffle streams of one bolt with no more tasks than itself
           (partition ``i`` of that bolt sends only to task ``i``).
         """

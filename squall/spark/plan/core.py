@@ -78,6 +78,13 @@ class CorePlan:
         """The stages subscribing to any stream of ``component_id``."""
         return [s for s in self.stages if any(i[0] == component_id for i in s.inputs)]
 
+    def spout_slices(self, spout_id: str) -> int:
+        """How many Spark partitions read a batch of ``spout_id``: the most tasks of a
+        bolt subscribing to it. Partition ``i`` holds the packets for task index ``i``
+        (modulo), so a bolt with that many tasks reading only this spout needs no
+        exchange."""
+        return max([1, *(stage.tasks for stage in self.readers(spout_id))])
+
     def min_tick_secs(self) -> float | None:
         """The shortest tick period of any bolt (None if no bolt has ticks)."""
         periods = [s.tick_secs for s in self.stages if s.tick_secs]

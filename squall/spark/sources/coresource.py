@@ -18,7 +18,6 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
-from squall.spark.execute.packets import packets_to_arrow
 from squall.spark.execute.taskstate import CoreSetup
 from squall.spark.runtime.workerprocess import prepare_process
 from squall.spark.sources.reader import Offset
@@ -28,19 +27,12 @@ from squall.spark.sources.spouttasks import SpoutTasks
 
 class CoreBatchPartition(InputPartition):
     """Part ``part`` of ``parts`` of logged batch ``index`` of a core spout: the packets
-    for task index ``part`` of each bolt (see :func:`source_slices`)."""
+    for task index ``part`` of each bolt (see ``CorePlan.spout_slices``)."""
 
     def __init__(self, index: int, part: int, parts: int) -> None:
         self.index = index
         self.part = part
         self.parts = parts
-
-
-def source_slices(setup: CoreSetup, spout_id: str) -> int:
-    """How many Spark partitions read a batch of ``spout_id``: the most tasks of a bolt
-    subscribing to it. Partition ``i`` holds the packets for task index ``i``, so a bolt
-    with that many tasks reading only this spout needs no exchange."""
-    return max([1, *(stage.tasks for stage in setup.core.readers(spout_id))])
 
 
 class CoreSpoutReader(DataSourceStreamReader):
@@ -95,7 +87,7 @@ class CoreSpoutReader(DataSourceStreamReader):
         return {"source": self.options["source"], "batch": position}
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
-        parts = source_slices(self.tasks.setup, self.options["source"])
+        parts = self.tasks.setup.core.spout_slices(self.options["source"])
         return [
             CoreBatchPartition(index, part, parts)
             for index in range(int(start["batch"]), int(end["batch"]))
@@ -104,13 +96,8 @@ class CoreSpoutReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs on an executor: the packets of a logged batch for one task index."""
-        import pyarrow as pa
-
         assert isinstance(partition, CoreBatchPartition)
-        part, parts = partition.part, partition.parts
-        batch = self.log.batch(partition.index).core
-        packets = batch.packets if batch is not None else []
-        yield packets_to_arrow([p for p in packets if p.target % parts == part], pa)
+        yield from self.log.slice(partition.index, partition.part)
 
     def commit(self, end: Offset) -> None:
         """Batches before ``end`` are committed: drop their files (keeping the newest

@@ -5,8 +5,9 @@ file per batch, a :class:`LoggedBatch`, and its :class:`BatchSummary` beside it:
 batch spout, the batch's tuples and a snapshot of the spout after emitting them; for a
 partitioned spout, the number of partitions of the transaction; for a coordinated
 spout, its transaction metadata; for a DRPC stream, the request; for a core spout, its
-packets, new trees and task snapshots (and, once the driver has finished the batch,
-its outcome). The partitions of a partitioned spout's batch are read on executors,
+new trees and task snapshots, with its packets in an Arrow file per Spark partition
+reading them, the init values of its trees (what the driver settles the XOR ledger
+from) and, once the driver has finished the batch, its outcome. The partitions of a partitioned spout's batch are read on executors,
 each writing its metadata and tuple count beside the batch file, so a transactional
 spout replays a batch from its stored metadata and an opaque spout continues from the
 previous batch's. After a crash, Spark replays a batch from these files and a new
@@ -25,6 +26,7 @@ import json
 import os
 import pickle
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,10 +34,12 @@ import cloudpickle
 
 from squall.spark.control.rundir import write_atomically
 from squall.spark.execute.ledger import LedgerPart
-from squall.spark.execute.packets import Values
+from squall.spark.execute.packets import Packet, Values, packets_to_arrow
 from squall.trident.spouts import BatchSpout
 
 if TYPE_CHECKING:
+    import pyarrow
+
     from squall.spark.sources.spouttasks import CoreBatch
 
 PICKLE = pickle.HIGHEST_PROTOCOL
@@ -69,7 +73,7 @@ class LoggedBatch:
     request_id: str | None = None
     #: A coordinated spout's transaction metadata (its coordinator's own type).
     transaction: object = None
-    #: A core spout's batch: packets, trees and the tasks' snapshots.
+    #: A core spout's batch: its trees and the tasks' snapshots.
     core: CoreBatch | None = None
     #: Tuples the batch holds, when they are not ``rows`` (a core spout's).
     tuples: int | None = None
@@ -224,6 +228,32 @@ class SpoutLog:
                 return None
             total += found.tuples
         return total
+
+    # -- a core spout's packets, in slices read by the Spark partitions ---------------
+
+    def _slice_path(self, index: int, part: int) -> str:
+        return os.path.join(self.directory, f"{index:012d}.s{part}")
+
+    def write_slices(self, index: int, packets: list[Packet], slices: int) -> None:
+        """Write the packets of batch ``index`` in ``slices`` Arrow files, slice ``i``
+        holding those for task index ``i`` (modulo ``slices``) of each bolt (the
+        source's driver side, before it logs the batch)."""
+        import pyarrow as pa
+
+        for part in range(slices):
+            batch = packets_to_arrow([p for p in packets if p.target % slices == part], pa)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
+            write_atomically(self._slice_path(index, part), sink.getvalue().to_pybytes())
+
+    def slice(self, index: int, part: int) -> Iterator[pyarrow.RecordBatch]:
+        """The packets of slice ``part`` of batch ``index`` (on an executor)."""
+        import pyarrow as pa
+
+        with open(self._slice_path(index, part), "rb") as handle:
+            data = handle.read()
+        yield from pa.ipc.open_stream(pa.py_buffer(data))
 
     # -- the XOR ledger's start of a core spout's batches ------------------------------
 

@@ -57,8 +57,9 @@ class SpoutTaskSnapshot(NamedTuple):
 class CoreBatch:
     """What a core spout logs with a batch."""
 
-    #: The batch's tuples, in packets for the bolts' tasks.
-    packets: list[Packet]
+    #: Packets of the batch's tuples for the bolts' tasks (logged in slices, see
+    #: ``SpoutLog.write_slices``).
+    packets: int
     #: Root id -> the spout task that emitted each new tree.
     roots: dict[int, int]
     #: Every task's state after the batch.
@@ -119,6 +120,7 @@ class SpoutTasks:
         self.files = files
         core = setup.core
         self.locations = core.locations
+        self.slices = core.spout_slices(component_id)
         self.tasks = [
             _SpoutTask(setup, component_id, task_id)
             for task_id in core.plan.component_tasks[component_id]
@@ -219,7 +221,8 @@ class SpoutTasks:
             if packets:
                 self.unfinished.add(self.size)
             snapshots = [task.snapshot() for task in self.tasks]
-            batch = CoreBatch(packets, roots, snapshots, self.applied)
+            batch = CoreBatch(len(packets), roots, snapshots, self.applied)
+            self.log.write_slices(self.size, packets, self.slices)
             self.log.write_inits(self.size, LedgerPart.of(inits))
             self.log.append(self.size, LoggedBatch(core=batch, tuples=emitted))
             self.size += 1
