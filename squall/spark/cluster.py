@@ -22,6 +22,7 @@ from squall.runtime.registry import TopologyRegistry
 from squall.spark.control.queries import Query, start_batch_query, start_core_query
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.control.taskcache import TASKS
+from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
 from squall.spark.plan.batch import SourcePlan, query_plans
 from squall.spark.plan.core import core_plan, is_core
@@ -100,6 +101,8 @@ class SparkCluster(TopologyRegistry[_Running]):
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="squall-spark-")
         self.clock = clock or SYSTEM_CLOCK
         self.resources = Resources(self.spark.sparkContext)
+        self.watch = TerminationWatch()
+        self.watch.attach(self.spark)
 
     def submit_topology(
         self, name: str, conf: dict[str, Any] | None, topology: StormTopology
@@ -262,8 +265,9 @@ class SparkCluster(TopologyRegistry[_Running]):
         components: dict[str, ComponentStats] = {}
         per_query: dict[str, Any] = {}
         for item in running.queries:
-            if not item.query.isActive:
-                status = "FAILED" if item.query.exception() else "KILLED"
+            end = self.watch.ended(item.query_id)
+            if end is not None:
+                status = "FAILED" if end.error else "KILLED"
             components.update(item.driver.component_stats())
             per_query[item.key] = _batch_figures(item.driver.figures, item.resumed_from_batch)
         first = next(iter(per_query.values()))
@@ -290,6 +294,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         try:
             for name in list(self._topologies):
                 self.kill_topology(name)
+            self.watch.detach()
             if self._owns_session:
                 self.spark.stop()
         finally:

@@ -86,8 +86,14 @@ class Query:
     resumed_from_batch: int | None = None
     #: Set once the query is found failed (reported by ``get_topology_info``).
     failed: bool = False
+    #: The query's id (Spark's, as a string): read once, it is a call into the JVM.
+    query_id: str = ""
     #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
     waiter: AvailableWaiter | None = None
+
+    def __post_init__(self) -> None:
+        if not self.query_id:
+            self.query_id = str(self.query.id)
 
     @property
     def key(self) -> str:

@@ -7,11 +7,12 @@ partitioned spout, the number of partitions of the transaction; for a coordinate
 spout, its transaction metadata; for a DRPC stream, the request; for a core spout, its
 new trees and task snapshots, with its packets in an Arrow file per Spark partition
 reading them, the init values of its trees (what the driver settles the XOR ledger
-from) and, once the driver has finished the batch, its outcome. The partitions of a partitioned spout's batch are read on executors,
-each writing its metadata and tuple count beside the batch file, so a transactional
-spout replays a batch from its stored metadata and an opaque spout continues from the
-previous batch's. After a crash, Spark replays a batch from these files and a new
-reader resumes the spout from the last snapshot: no tuple is emitted twice or lost.
+from) and, once the driver has finished the batch, its outcome. The partitions of a
+partitioned spout's batch are read on executors, each writing its metadata and tuple
+count beside the batch file, so a transactional spout replays a batch from its stored
+metadata and an opaque spout continues from the previous batch's. After a crash, Spark
+replays a batch from these files and a new reader resumes the spout from the last
+snapshot: no tuple is emitted twice or lost.
 
 Files of committed batches are removed (see :meth:`SpoutLog.forget_before`), keeping
 the newest, so the log stays small however long the topology runs. The directory must
