@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable
-from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from squall.runtime.metrics import ComponentStats
@@ -14,6 +13,7 @@ from squall.spark.control.capacity import CapacityWindow
 from squall.spark.execute.batchbolts import BatchBoltStage
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.frames import SOURCES, BatchFrames
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.execute.packets import PACKET_SCHEMA, Packet
 from squall.spark.execute.routing import aligned
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
     from squall.drpc.local import LocalDRPC
     from squall.transactional.attempt import TransactionAttempt
-
-#: The frame key of a query's sources (one frame: the union of their rows).
-SOURCES = "$sources"
 
 
 def runs_on_driver(segment: SegmentPlan) -> bool:
@@ -245,38 +242,23 @@ class BatchPipeline:
     def _run(
         self, frame: DataFrame, batch_id: int, ranges: dict[str, range], attempt: int = 0
     ) -> None:
-        from pyspark.sql import DataFrame
-        from pyspark.sql.functions import col
-
         txid = batch_id + 1
         plan = self.plan
-        readers = self._readers()
         plan_without_adaptive_execution(frame)
-
-        def shared(producer: str, output: DataFrame) -> DataFrame:
-            # Materialize an output once only if several segments read it; a single
-            # reader pulls it through in its own job (no extra Spark job per stage).
-            return output.localCheckpoint(eager=True) if readers.get(producer, 0) > 1 else output
-
+        frames = BatchFrames(frame, self._readers())
         if any(READERS[source.kind].emits_on_executors for source in plan.sources):
-            # These spouts emit while the frame is computed: once per batch.
-            frames = {SOURCES: frame.localCheckpoint(eager=True)}
-        else:
-            frames = {SOURCES: shared(SOURCES, frame)}
-        materialized = {SOURCES}
+            frames.materialize(SOURCES)  # these spouts emit while the frame is computed
         for segment in plan.segments:
-            producers = dict.fromkeys(self._producer(edge.source) for edge in segment.inputs)
+            producers = list(dict.fromkeys(self._producer(e.source) for e in segment.inputs))
             if len(producers) > 1:
                 # A stage computed inside a union's tasks would see the union's partition
-                # ids: run each producing stage in a job of its own first.
+                # ids: run each producing stage in a job of its own first (the sources'
+                # partitions carry what they read).
                 for producer in producers:
-                    if producer not in materialized:
-                        frames[producer] = frames[producer].localCheckpoint(eager=True)
-                        materialized.add(producer)
-            inputs = reduce(
-                DataFrame.unionAll,
-                [frames[p].filter(col("dest") == segment.index) for p in producers],
-            )
+                    if producer != SOURCES:
+                        frames.materialize(producer)
+            inputs = frames.input_of(segment.index, producers)
+            assert inputs is not None  # a segment reads at least one edge
             stage = make_stage(segment, txid, self.conf, self.run_key, attempt)
             if runs_on_driver(segment):
                 by_partition: dict[int, list[Packet]] = defaultdict(list)
@@ -288,9 +270,8 @@ class BatchPipeline:
                     packets = by_partition.get(partition, [])
                     produced.extend(timed_run(stage, partition, packets, self.reports))
                 if segment.outputs:
-                    frames[segment.component_id] = self.spark.createDataFrame(
-                        produced, PACKET_SCHEMA
-                    )
+                    output = self.spark.createDataFrame(produced, PACKET_SCHEMA)
+                    frames.put(segment.component_id, output, computed=True)
                 continue
             if not self._aligned(segment, ranges):
                 inputs = inputs.repartitionById(segment.tasks, "target")
@@ -300,6 +281,6 @@ class BatchPipeline:
                 inputs = inputs.localCheckpoint(eager=True)
             output = inputs.mapInArrow(stage.arrow_function(self.reports), PACKET_SCHEMA)
             if segment.outputs:
-                frames[segment.component_id] = shared(segment.component_id, output)
+                frames.put(segment.component_id, output)
             else:
                 run_for_effects(output)  # runs the segment (its effects: peeks, functions)

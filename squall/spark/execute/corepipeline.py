@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
-from functools import reduce
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from squall.model.grouping import GroupingKind
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
@@ -31,6 +30,7 @@ from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.bolttasks import stage_function, tick_packets
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.frames import SOURCES, BatchFrames
 from squall.spark.execute.ledger import unfinished_trees
 from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.execute.packets import PACKET_SCHEMA
@@ -40,9 +40,6 @@ from squall.spark.sources.spoutlog import SpoutLog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-#: The frame key of the spouts' packets (one frame: the union of their sources).
-SPOUTS = "$spouts"
 
 
 @dataclass
@@ -145,7 +142,7 @@ class CorePipeline:
     def _producers(self, stage: BoltStagePlan) -> list[str]:
         """The frames ``stage`` reads: the spouts' and earlier stages'."""
         spouts = self.core.spouts
-        found = (SPOUTS if source in spouts else source for source, _, _ in stage.inputs)
+        found = (SOURCES if source in spouts else source for source, _, _ in stage.inputs)
         return list(dict.fromkeys(found))
 
     def _aligned(self, stage: BoltStagePlan, ticked: bool, ranges: dict[str, range]) -> bool:
@@ -176,46 +173,38 @@ class CorePipeline:
 
     def run_attempt(self, frame: DataFrame, batch_id: int, ranges: Ranges, attempt: int) -> None:
         """Run every bolt's stage of the micro-batch, in topological order."""
-        from pyspark.sql import DataFrame
-        from pyspark.sql.functions import col
-
         core = self.core
         plan_without_adaptive_execution(frame)
         readers: dict[str, int] = {}
         for stage in core.stages:
             for producer in self._producers(stage):
                 readers[producer] = readers.get(producer, 0) + 1
-        frames: dict[str, Any] = {SPOUTS: frame}
-        if readers.get(SPOUTS, 0) > 1:
-            frames[SPOUTS] = frame.localCheckpoint(eager=True)
+        frames = BatchFrames(frame, readers)
         ticks = self._ticks()
-        terminal: list[Any] = []
+        terminal: list[DataFrame] = []
         for stage in core.stages:
-            parts = [frames[p].filter(col("dest") == stage.index) for p in self._producers(stage)]
             rate = ticks.get(stage.component_id)
+            extra = []
             if rate is not None:
                 packets = tick_packets(stage.index, stage.tasks, rate)
-                parts.append(self.spark.createDataFrame(packets, PACKET_SCHEMA))
-            if not parts:
+                extra.append(self.spark.createDataFrame(packets, PACKET_SCHEMA))
+            inputs = frames.input_of(stage.index, self._producers(stage), extra)
+            if inputs is None:
                 continue
-            inputs = reduce(DataFrame.unionAll, parts)
             if not self._aligned(stage, rate is not None, ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
                 self.run_key, self.setup_path, stage.component_id, batch_id, attempt, self.reports
             )
             output = inputs.mapInArrow(function, PACKET_SCHEMA)
-            count = readers.get(stage.component_id, 0)
-            if count == 0:
-                terminal.append(output)
-            elif count > 1:
-                frames[stage.component_id] = output.localCheckpoint(eager=True)
+            if readers.get(stage.component_id, 0):
+                frames.put(stage.component_id, output)
             else:
-                frames[stage.component_id] = output
+                terminal.append(output)
         for output in terminal:
             run_for_effects(output)
-        if not terminal and SPOUTS in frames and not core.stages:
-            run_for_effects(frames[SPOUTS])
+        if not core.stages:
+            run_for_effects(frame)
 
     def settle(self, batch_id: int, ranges: Ranges, reports: Reports) -> None:
         """Aggregate the batch's XOR ledger by root id (the spouts' init values and the
