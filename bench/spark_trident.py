@@ -221,7 +221,10 @@ def run_in_subprocess(name: str, args: argparse.Namespace, directory: str) -> di
         "--directory",
         directory,
     ]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    # Every job's Spark Python workers run this interpreter (squall's sessions choose it
+    # themselves; a plain builder session takes PYSPARK_PYTHON, else ``python3`` on PATH).
+    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
     return result
 
