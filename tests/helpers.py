@@ -22,11 +22,18 @@ def wait_until(
         time.sleep(interval)
 
 
-def settle(cluster: LocalCluster, name: str, rounds: int = 5) -> None:
-    """Wait until every worker of ``name`` has run ``rounds`` more loop turns."""
+def settle(cluster: LocalCluster, name: str, rounds: int = 5, timeout: float = 5.0) -> None:
+    """Wait until every worker of ``name`` has run at least ``rounds`` more whole loop turns.
+
+    A command given to ``Worker.call`` runs at the start of the worker's next turn, so
+    ``rounds + 1`` commands waited for one after another span ``rounds`` whole turns.
+    """
     workers = cluster.get_running(name).workers
-    start = [w.rounds for w in workers]
-    wait_until(lambda: all(w.rounds >= s + rounds for w, s in zip(workers, start, strict=True)))
+    for _ in range(rounds + 1):
+        commands = [(worker, worker.call(lambda: None)) for worker in workers]
+        for worker, command in commands:
+            if not command.done.wait(timeout):
+                raise AssertionError(f"worker {worker.name} ran no loop turn within {timeout} s")
 
 
 class HoldingBolt(Bolt):

@@ -71,7 +71,6 @@ class Worker:
         self.ready = threading.Event()
         self.start_error: ComponentError | None = None
         self.idle_rounds = 0
-        self.rounds = 0
         self._go = threading.Event()
         self._proceed = False
         self._stop_requested = False
@@ -165,7 +164,6 @@ class Worker:
             for runner, limit in pairs:
                 done += runner.run_batch(limit, now)
             flush_acks()
-            self.rounds += 1
             wall = time.monotonic()
             if wall >= next_sample:
                 next_sample = wall + 1.0
