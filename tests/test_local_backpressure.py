@@ -162,9 +162,12 @@ def test_fan_out_into_a_slow_bolt_stays_within_the_queue_bound(
     # The spout feeds fan one tuple per next_tuple call.
     assert longest[fan_task] <= capacity + 1
     # The spout was held back: it emitted about what fan could fan out, not millions.
+    # Not counted as executed yet: what fan's queue holds and the tuples of the run fan
+    # may be in (counted when it ends: it stops once it sent what slow's queue had room
+    # for, so it holds at most capacity // FAN_OUT + 1 of them).
     emitted = info.components["numbers"].emitted
     fanned = info.components["fan"].executed
-    assert emitted - fanned <= capacity + 1
+    assert emitted - fanned <= capacity + 1 + capacity // FAN_OUT + 1
 
 
 def test_several_producers_on_several_workers_share_the_room(cluster: LocalCluster) -> None:
