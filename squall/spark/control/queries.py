@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cloudpickle
-
 from squall.model.fields import Fields
+from squall.runtime import codepickle
 from squall.runtime.clock import Clock
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.batchpipeline import BatchPipeline
@@ -242,7 +241,7 @@ def start_batch_query(
             files.coordination,
         )
         with open(files.setup, "wb") as handle:
-            handle.write(cloudpickle.dumps(setup))
+            handle.write(codepickle.dumps(setup))
         logs[source.component_id] = SpoutLog(files.spout_log)
         reader = (
             spark.readStream.format(SOURCE_NAME)

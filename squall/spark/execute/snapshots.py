@@ -18,8 +18,7 @@ import pickle
 import re
 from typing import Any, NamedTuple
 
-import cloudpickle
-
+from squall.runtime.codepickle import CodePickler
 from squall.runtime.routing import StreamRoute
 
 PICKLE = pickle.HIGHEST_PROTOCOL
@@ -56,7 +55,7 @@ def restore_routes(routes: dict[str, StreamRoute], payload: bytes | None, engine
             routes[stream].choose = choose
 
 
-class _SnapshotPickler(cloudpickle.Pickler):
+class _SnapshotPickler(CodePickler):
     """Pickles a task's state, writing the engine's objects as references."""
 
     def __init__(self, stream: io.BytesIO, engine: dict[int, str]) -> None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from squall.runtime.codepickle import Carried
 from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
@@ -195,6 +196,8 @@ def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> Arr
             must reach their task, whether by exchange or aligned from the source).
     """
 
+    carried = Carried(stage)
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -211,6 +214,6 @@ def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> Arr
             if not pc.all(pc.equal(batch.column("target"), partition)).as_py():
                 raise RuntimeError(f"rows for other tasks reached task {partition}")
             packets.extend(packets_from_arrow(batch))
-        yield packets_to_arrow(timed_run(stage, partition, packets, reports), pa)
+        yield packets_to_arrow(timed_run(carried.value, partition, packets, reports), pa)
 
     return run

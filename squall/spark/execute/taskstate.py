@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from squall.model.config import Config, component_config
+from squall.runtime import codepickle
 from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
@@ -62,7 +61,7 @@ def read_core_setup(path: str) -> CoreSetup:
 def write_setup(path: str, setup: CoreSetup) -> None:
     """Write ``setup`` for the tasks of a run to load."""
     with open(path, "wb") as handle:
-        handle.write(cloudpickle.dumps(setup))
+        handle.write(codepickle.dumps(setup))
 
 
 @contextlib.contextmanager
