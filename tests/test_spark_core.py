@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -310,6 +311,74 @@ def test_a_deactivated_topology_polls_no_spout_until_activated(cluster: Any) -> 
     assert cluster.wait_idle("switch")
     assert spout.record.get("calls") == ["open", "activate", "deactivate", "activate"]
     assert sorted(v[0] for v in sink.values()) == list(range(20))
+
+
+class ThreadRecordingSpout(Spout):
+    """Emits ``total`` numbers, one per ``next_tuple``; records the thread of each of
+    its calls and each emit."""
+
+    outputs = ["n"]
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.record = SharedRecord()
+
+    def _called(self, method: str) -> None:
+        self.record.append("threads", (method, threading.get_ident()))
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self._called("open")
+        self.collector = collector
+        self.next = 0
+
+    def activate(self) -> None:
+        self._called("activate")
+
+    def next_tuple(self) -> None:
+        self._called("next_tuple")
+        if self.next < self.total:
+            self.record.append("emitted", self.next)
+            self.collector.emit([self.next], self.next)
+            self.next += 1
+
+    def ack(self, msg_id: Any) -> None:
+        self._called("ack")
+        self.record.append("acked", msg_id)
+
+
+class AwaitsTheNextEmit(BasicBolt):
+    """For each number but the last, waits (up to 30 s) until the spout has emitted
+    the next one, and records whether it did while this tuple was being executed."""
+
+    def __init__(self, record: SharedRecord, total: int) -> None:
+        self.record = record
+        self.total = total
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        n = tup[0]
+        if n < self.total - 1:
+            deadline = time.monotonic() + 30
+            while n + 1 not in self.record.get("emitted") and time.monotonic() < deadline:
+                time.sleep(0.005)
+            self.record.append("overlapped", (n, n + 1 in self.record.get("emitted")))
+
+
+def test_the_spout_polls_its_next_batch_while_bolts_run_the_current_one(cluster: Any) -> None:
+    total = 3
+    spout = ThreadRecordingSpout(total)
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout)
+    builder.set_bolt("await", AwaitsTheNextEmit(spout.record, total)).shuffle_grouping("numbers")
+    conf = {**CONF, "topology.spark.batch.max.tuples": 1}
+    cluster.submit_topology("overlap", conf, builder.create_topology())
+    assert cluster.wait_idle("overlap", timeout_secs=120)
+
+    assert sorted(spout.record.get("acked")) == list(range(total))
+    # Number n + 1 was emitted while the bolt ran the micro-batch of number n.
+    assert sorted(spout.record.get("overlapped")) == [(n, True) for n in range(total - 1)]
+    calls = spout.record.get("threads")
+    assert {method for method, _ in calls} == {"open", "activate", "next_tuple", "ack"}
+    assert len({thread for _, thread in calls}) == 1  # every call on the spout's thread
 
 
 def test_topology_info_reports_components_and_batch_figures(cluster: Any) -> None:

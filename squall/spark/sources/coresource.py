@@ -1,18 +1,28 @@
 """A core topology's spout as a Spark streaming source.
 
 The spout's tasks (see ``sources.spouttasks``) live in the source's driver-side Python
-process. Each time Spark asks for the latest offset, the source applies the outcomes of
-the micro-batches the driver finished, polls the tasks and logs the batch they emitted,
-unless the topology is deactivated; ``read`` returns a logged batch's packets, so a
+process, where every call into them runs on one thread (``sources.spoutthread``). Each
+time Spark asks for the latest offset, the source applies the outcomes of the
+micro-batches the driver finished and hands Spark the next batch the spout emitted,
+unless the topology is deactivated. While the spout keeps emitting, that batch was
+polled and logged in the background while the driver ran the micro-batch before (as a
+Storm spout keeps emitting while its tuples are in flight, within
+``topology.max.spout.pending``), so the spout's work overlaps the bolts'; otherwise the
+source polls the spout at the trigger. ``read`` returns a logged batch's packets, so a
 micro-batch replays identically after a crash, and a restarted source resumes its
 spout tasks from the last snapshot. When the topology is killed, the cluster marks the
 query closing (see ``control.rundir``); at the next trigger each source deactivates
 and closes its tasks and marks itself closed.
+
+What the background poll changes, against polling at the trigger: outcomes (acks,
+fails and the replays they cause) reach the spout one micro-batch later, and a batch
+polled before a deactivate request is still run, like tuples in flight in Storm.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -23,6 +33,7 @@ from squall.spark.runtime.workerprocess import prepare_process
 from squall.spark.sources.reader import Offset
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.spark.sources.spouttasks import SpoutTasks
+from squall.spark.sources.spoutthread import SpoutThread
 
 
 class CoreBatchPartition(InputPartition):
@@ -48,43 +59,75 @@ class CoreSpoutReader(DataSourceStreamReader):
         self.log = SpoutLog(self.files.spout_log)
         self._setup: CoreSetup | None = setup
         self._tasks: SpoutTasks | None = None
+        self._thread: SpoutThread | None = None
+        #: The poll of the next batch running in the background, if one is.
+        self._next: Future[bool] | None = None
 
     def __getstate__(self) -> Offset:
         state = {"options": self.options, "query": self.query, "files": self.files}
-        return {**state, "log": self.log, "_setup": None, "_tasks": None}
+        return {**state, "log": self.log, "_setup": None, "_tasks": None, "_thread": None}
+
+    @property
+    def thread(self) -> SpoutThread:
+        """The thread every call into the spout's tasks runs on (driver-side process)."""
+        if self._thread is None:
+            self._thread = SpoutThread(f"squall-spout-{self.options['source']}")
+        return self._thread
 
     @property
     def tasks(self) -> SpoutTasks:
-        """The spout's tasks, made and opened on first use (driver-side process)."""
+        """The spout's tasks, made and opened on first use, on the spout thread
+        (driver-side process)."""
         if self._tasks is None:
-            if self._setup is None:
+            setup = self._setup
+            if setup is None:
                 raise RuntimeError("a core spout's tasks live in its source's process")
-            self._tasks = SpoutTasks(self._setup, self.options["source"], self.log, self.files)
+            source = self.options["source"]
+            self._tasks = self.thread.call(lambda: SpoutTasks(setup, source, self.log, self.files))
         return self._tasks
 
     def initialOffset(self) -> Offset:
         return {"source": self.options["source"], "batch": 0}
 
     def latestOffset(self, start: Offset, limit: Any) -> Offset:
-        """One batch per micro-batch: one logged before a restart that Spark has not
-        read yet, else a new one (unless paused or the spout emitted nothing)."""
-        tasks = self.tasks
+        """One batch per micro-batch: one logged that Spark has not read yet (polled in
+        the background during the micro-batch before, or logged before a restart),
+        else a new one (unless paused or the spout emitted nothing). While the spout
+        keeps emitting (this trigger has a batch, and no other is logged), the poll of
+        the next batch starts in the background, unless paused.
+
+        Raises:
+            Exception: what the background poll raised (a failure of the source).
+        """
+        tasks, thread = self.tasks, self.thread
+        if self._next is not None:
+            polling, self._next = self._next, None
+            polling.result()
         position = int(start["batch"])
         if self.query.is_closing():  # the topology is being killed
             if not self.files.is_closed():
-                tasks.close()
+                thread.call(tasks.close)
                 self.files.mark_closed()
             return {"source": self.options["source"], "batch": position}
         if position < tasks.size:
-            tasks.apply_outcomes()
+            thread.call(tasks.apply_outcomes)
             position += 1
+        elif thread.call(self._poll):
+            position = tasks.size
         else:
-            paused = self.query.is_paused()
-            ticks = self.options.get("ticks")
-            if tasks.next_batch(paused, float(ticks) if ticks else None):
-                position = tasks.size
-            tasks.write_polls()
+            return {"source": self.options["source"], "batch": position}
+        if position == tasks.size and not self.query.is_paused():
+            self._next = thread.submit(self._poll)
         return {"source": self.options["source"], "batch": position}
+
+    def _poll(self) -> bool:
+        """Poll the spout's tasks for the next batch and log it; True if a batch was
+        logged. Runs on the spout thread."""
+        tasks = self.tasks
+        ticks = self.options.get("ticks")
+        logged = tasks.next_batch(self.query.is_paused(), float(ticks) if ticks else None)
+        tasks.write_polls()
+        return logged
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         parts = self.tasks.setup.core.spout_slices(self.options["source"])
@@ -106,5 +149,7 @@ class CoreSpoutReader(DataSourceStreamReader):
         self.log.forget_before(keep)
 
     def stop(self) -> None:
-        """Nothing: the spout tasks are closed when the cluster asks for it (a close
-        file, seen at the next trigger) before it stops the query."""
+        """End the spout thread. The spout tasks were closed when the cluster asked for
+        it (a close file, seen at the next trigger) before it stopped the query."""
+        if self._thread is not None:
+            self._thread.stop()
