@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from squall import Clock, Config, LocalCluster, ManualClock
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
 from squall.trident import TridentTopology
+from tests.servers import PostgresServer, RedisServer
 
 T = TypeVar("T")
 
@@ -68,6 +70,45 @@ def manual_cluster(clock: ManualClock) -> Iterator[LocalCluster]:
     """A LocalCluster driven by the ``clock`` fixture (timeouts, tick tuples)."""
     with LocalCluster(clock=clock) as local:
         yield local
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A throwaway ``redis-server`` shared by the session's tests (of each xdist worker):
+    tests keep apart by key names of their own (see :func:`unique_name`)."""
+    server = RedisServer().start()
+    yield server
+    server.stop()
+    shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server shared by the session's tests (of each xdist
+    worker); each test gets a database of its own through ``postgres_dsn``."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """The connection string of a new, empty database for this test."""
+    return postgres_server.create_database(f"test_{os.getpid()}_{next(_databases)}")
+
+
+_names = itertools.count()
+
+
+def unique_name(prefix: str) -> str:
+    """A name no other test of the run uses (keys, streams, tables on shared servers)."""
+    return f"{prefix}-{os.getpid()}-{next(_names)}"
 
 
 #: The test session's JVM: the tests' micro-batches are tiny, so the JIT's first tier
