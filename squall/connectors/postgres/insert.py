@@ -1,0 +1,329 @@
+"""``PostgresInsertBolt``: writes tuples to a PostgreSQL table in batches.
+
+Guarantee: at-least-once. A tuple is acked only once the transaction holding its row
+has committed; when the write fails, every tuple of that batch is failed, so a reliable
+spout replays them. Replays therefore write rows again: with ``on_conflict="update"``
+(or ``"nothing"``) on the table's key columns a replayed row replaces (or leaves) the
+one already there, so the table holds each row exactly once.
+
+Where it runs: the bolt carries only options. Each task opens its own connection in
+``prepare`` (a local engine worker thread; on Spark an executor's Python worker) and
+buffers its tuples. A buffer is written (one transaction: one ``INSERT`` per row,
+sent together in a pipeline) when it holds ``batch`` tuples, when its oldest tuple has
+waited ``max_delay_secs`` (checked on every tuple and on a tick tuple of that period),
+at the end of every Spark micro-batch (trees do not outlive their micro-batch there),
+and when the task is cleaned up.
+
+Failures: a server that cannot be reached, at ``prepare`` or later, never stops the
+topology: the error, naming the bolt and the server (password hidden), is reported in
+the component's errors, the batch's tuples are failed, and the next write waits for the
+back-off (from 0.1 s, doubling, at most 5 s). A write the server rejects (a constraint,
+a value of the wrong type) fails that batch's tuples and reports the error. A tuple
+lacking one of the fields is failed alone.
+
+The bolt does not create its table: create it beforehand (with the primary key or
+unique constraint that ``conflict_columns`` names).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from squall.connectors.errors import ConnectorError
+from squall.connectors.options import OptionChecker
+from squall.connectors.postgres.connection import (
+    column_list,
+    db_value,
+    dsn_problem,
+    name_problem,
+    one_line,
+    redact_dsn,
+    table_identifier,
+    timeout_problem,
+)
+from squall.connectors.postgres.task import TaskConnection
+from squall.model.components import Bolt
+from squall.model.config import Config
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.tuple import Tuple, is_tick_tuple
+from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
+
+if TYPE_CHECKING:
+    from squall.runtime.collectors import OutputCollector
+    from squall.runtime.context import TopologyContext
+
+CONFLICT_ACTIONS = ("nothing", "update")
+
+
+class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
+    """Inserts each tuple as a row of ``table``, batched; acks after the commit.
+
+    See the module docstring for the guarantee and the failure behaviour. Declares no
+    output stream.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        table: str,
+        columns: Sequence[str] | Mapping[str, str],
+        batch: int = 500,
+        on_conflict: str | None = None,
+        conflict_columns: Sequence[str] | None = None,
+        max_delay_secs: float | None = 1.0,
+        connect_timeout: int | None = None,
+        application_name: str | None = None,
+    ) -> None:
+        """Keep the options; they are checked when the topology is submitted.
+
+        Args:
+            dsn: the database, ``postgresql://user[:password]@host[:port]/dbname`` or
+                ``host=... dbname=...``.
+            table: the table, ``name`` or ``schema.name`` (names are quoted, so
+                case-sensitive).
+            columns: the tuple fields to write, each to the column of the same name
+                (a list), or a mapping of field -> column.
+            batch: the most tuples written in one transaction.
+            on_conflict: ``None`` (a duplicate key fails the batch), ``"nothing"``
+                (``ON CONFLICT DO NOTHING``: the row already there stays) or
+                ``"update"`` (the row already there takes the new values).
+            conflict_columns: the columns of the key that decides a conflict (a primary
+                key or unique constraint); required with ``"update"``, optional with
+                ``"nothing"`` (any constraint).
+            max_delay_secs: the longest a tuple waits in the buffer before a write
+                (a tick tuple of this period flushes an idle buffer); ``None``: no
+                ticks, the buffer is written when full, at the end of a Spark
+                micro-batch and at clean-up.
+            connect_timeout: seconds to open a connection (default: the DSN's
+                ``connect_timeout``, else 5; libpq waits at least 2).
+            application_name: the connection's name in ``pg_stat_activity``
+                (default: the DSN's, else ``squall``).
+        """
+        self.dsn = dsn
+        self.table = table
+        self.columns = dict(columns) if isinstance(columns, Mapping) else list(columns)
+        self.batch = batch
+        self.on_conflict = on_conflict
+        self.conflict_columns = None if conflict_columns is None else list(conflict_columns)
+        self.max_delay_secs = max_delay_secs
+        self.connect_timeout = connect_timeout
+        self.application_name = application_name
+
+    def __repr__(self) -> str:
+        return f"PostgresInsertBolt(dsn={redact_dsn(str(self.dsn))!r}, table={self.table!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the buffer of unwritten tuples (a Spark snapshot is taken
+        after the micro-batch's buffer was written; a restored task starts empty)."""
+        state = dict(vars(self))
+        state.pop("_buffer", None)
+        state.pop("_rows", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        if "_connection" in state:  # a prepared task
+            self._buffer: list[Tuple] = []
+            self._rows: list[list[Any]] = []
+
+    # --- options ---------------------------------------------------------------------
+
+    def _field_columns(self) -> list[tuple[str, str]]:
+        if isinstance(self.columns, dict):
+            return list(self.columns.items())
+        return [(name, name) for name in self.columns]
+
+    def check_options(self, checker: OptionChecker) -> None:
+        """Check every option; raise the checker's error at the first wrong one."""
+        for problem in (
+            dsn_problem(self.dsn),
+            name_problem("table", self.table, qualified=True),
+            timeout_problem(self.connect_timeout),
+        ):
+            if problem is not None:
+                raise checker.fail(problem)
+        checker.positive_int("batch", self.batch)
+        if self.max_delay_secs is not None:
+            checker.positive_number("max_delay_secs", self.max_delay_secs)
+        pairs = self._field_columns() if isinstance(self.columns, (list, dict)) else []
+        if not pairs:
+            raise checker.fail(f"columns must name at least one field, got {self.columns!r}")
+        for field, column in pairs:
+            checker.text("a field in columns", field)
+            problem = name_problem("a column", column)
+            if problem is not None:
+                raise checker.fail(problem)
+        names = [column for _, column in pairs]
+        if len(set(names)) != len(names):
+            raise checker.fail(f"columns names a column twice: {names}")
+        if self.on_conflict is not None:
+            checker.choice("on_conflict", self.on_conflict, CONFLICT_ACTIONS)
+        if self.conflict_columns is not None:
+            if self.on_conflict is None:
+                raise checker.fail("conflict_columns is given without on_conflict")
+            if not self.conflict_columns or any(c not in names for c in self.conflict_columns):
+                raise checker.fail(
+                    f"conflict_columns must be some of the columns written ({names}), "
+                    f"got {self.conflict_columns}"
+                )
+        elif self.on_conflict == "update":
+            raise checker.fail(
+                'on_conflict="update" needs conflict_columns: the columns of the primary '
+                "key or unique constraint that decides which row to update"
+            )
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """Check the options where the topology is submitted.
+
+        Raises:
+            InvalidTopologyError: an option is wrong; the message names the component.
+        """
+        self.check_options(OptionChecker(component_id, type(self).__name__))
+
+    def statement(self) -> sql.Composed:
+        """The ``INSERT`` of one row."""
+        columns = [column for _, column in self._field_columns()]
+        insert = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            table_identifier(self.table),
+            column_list(columns),
+            sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+        )
+        if self.on_conflict is None:
+            return insert
+        target: sql.Composable = sql.SQL("")
+        if self.conflict_columns:
+            target = sql.SQL(" ({})").format(column_list(self.conflict_columns))
+        updated = [c for c in columns if c not in (self.conflict_columns or [])]
+        if self.on_conflict == "nothing" or not updated:
+            return sql.SQL("{} ON CONFLICT{} DO NOTHING").format(insert, target)
+        assignments = sql.SQL(", ").join(
+            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(column)) for column in updated
+        )
+        return sql.SQL("{} ON CONFLICT{} DO UPDATE SET {}").format(insert, target, assignments)
+
+    # --- the task --------------------------------------------------------------------
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """No output streams."""
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        """Tick tuples every ``max_delay_secs`` (they flush an idle buffer)."""
+        if self.max_delay_secs is None:
+            return None
+        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.max_delay_secs}
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        """Check the options, connect (an unreachable server is reported, not raised:
+        the first write tries again). Runs once per task, in the task's process.
+
+        Raises:
+            InvalidTopologyError: an option is wrong.
+        """
+        name = type(self).__name__
+        self.check_options(OptionChecker(context.component_id, name))
+        self.collector = collector
+        self._fields = [field for field, _ in self._field_columns()]
+        self._statement = self.statement()
+        self._buffer = []
+        self._rows = []
+        self._oldest = 0.0
+        self._written = 0
+        self._failed_writes = 0
+        self._connection = TaskConnection(
+            self.dsn,
+            f"{name} {context.component_id!r}",
+            self.connect_timeout,
+            self.application_name,
+        )
+        self._component = context.component_id
+        try:
+            self._connection.get()
+        except psycopg.Error as error:
+            collector.report_error(self._connection.failed(error))
+
+    def execute(self, tup: Tuple) -> None:
+        """Buffer the tuple's row; write the buffer when it is full or old. A tick
+        tuple writes the buffer. Runs once per input tuple."""
+        if is_tick_tuple(tup):
+            self.flush()
+            return
+        try:
+            row = [db_value(tup[field]) for field in self._fields]
+        except (KeyError, ValueError, IndexError) as error:
+            self.collector.report_error(
+                ConnectorError(f"{type(self).__name__} {self._component!r}: {error}")
+            )
+            self.collector.fail(tup)
+            return
+        if not self._buffer:
+            self._oldest = time.monotonic()
+        self._buffer.append(tup)
+        self._rows.append(row)
+        if len(self._buffer) >= self.batch or (
+            self.max_delay_secs is not None
+            and time.monotonic() - self._oldest >= self.max_delay_secs
+        ):
+            self.flush()
+
+    def settle_batch(self) -> None:
+        """Spark, at the end of each micro-batch: write the buffer, so its tuples are
+        acked (or failed) within their micro-batch."""
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows in one transaction; ack their tuples after the
+        commit, or fail them all. Waits out the back-off of an outage first."""
+        if not self._buffer:
+            return
+        tuples, rows = self._buffer, self._rows
+        self._buffer, self._rows = [], []
+        self._connection.wait()
+        try:
+            connection = self._connection.get()
+            with connection.transaction(), connection.cursor() as cursor:
+                cursor.executemany(self._statement, rows)
+        except Exception as error:  # whatever broke the write, its tuples are failed
+            self._failed_writes += 1
+            if isinstance(error, psycopg.Error) and self._connection.lost(error):
+                self.collector.report_error(self._connection.failed(error))
+            else:
+                self._connection.succeeded()
+                self.collector.report_error(
+                    ConnectorError(
+                        f"{type(self).__name__} {self._component!r}: writing {len(rows)} "
+                        f"row(s) to {self.table} on {redact_dsn(self.dsn)} failed: "
+                        f"{one_line(error)}; the batch's tuples are failed"
+                    )
+                )
+            for tup in tuples:
+                self.collector.fail(tup)
+            return
+        self._connection.succeeded()
+        self._written += len(rows)
+        for tup in tuples:
+            self.collector.ack(tup)
+
+    def metrics(self) -> dict[str, float]:
+        """``rows_written`` (committed) and ``failed_writes`` (batches failed)."""
+        return {
+            "rows_written": getattr(self, "_written", 0),
+            "failed_writes": getattr(self, "_failed_writes", 0),
+        }
+
+    def cleanup(self) -> None:
+        """Write what is buffered, then close the connection. Runs when the topology
+        is killed; not guaranteed (a killed process skips it: its unwritten tuples
+        were never acked, so a reliable spout replays them)."""
+        if not hasattr(self, "_connection"):
+            return
+        try:
+            self.flush()
+        finally:
+            self._connection.close()
