@@ -45,7 +45,9 @@ class ValidatesSubmission(Protocol):
 
     Called by every engine when a topology is submitted (through
     ``squall.runtime.system.validate_submission``), in the submitting process (the
-    driver on Spark), once per component and before any task starts.
+    driver on Spark), once per component and before any task starts. A Trident or
+    transactional spout may implement it too: it is called with its emitter's component
+    id (a Trident spout's stream id), on both engines.
     """
 
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from squall.runtime.hooks import (
     FlagsCommitter,
     MakesBatchInstances,
     PreparesTask,
+    ValidatesSubmission,
     implements,
 )
 from squall.transactional.attempt import TransactionAttempt
@@ -261,6 +262,11 @@ class EmitterExecutor(Bolt):
 
     def get_component_configuration(self) -> dict[str, Any] | None:
         return self.spout.get_component_configuration()
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """The spout's own submit-time checks, if it has them (``ValidatesSubmission``)."""
+        if implements(self.spout, ValidatesSubmission):
+            self.spout.validate_submission(component_id, conf)
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector

@@ -12,7 +12,7 @@ from typing import Any
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
 from squall.runtime.coordination import open_store, txid_key
-from squall.runtime.hooks import HandlesFailedTransaction
+from squall.runtime.hooks import HandlesFailedTransaction, ValidatesSubmission, implements
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
 from squall.trident.segment import ATTEMPT_FIELD
@@ -68,6 +68,12 @@ class TridentSpoutAdapter:
 
     def get_component_configuration(self) -> dict[str, Any] | None:
         return None
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """The Trident spout's own submit-time checks, if it has them
+        (``ValidatesSubmission``; a connector checks its options)."""
+        if implements(self.spout, ValidatesSubmission):
+            self.spout.validate_submission(component_id, conf)
 
     def get_emitter(self, conf: dict[str, Any], context: Any) -> _StreamEmitter:
         return _StreamEmitter(

@@ -18,10 +18,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from squall.model.config import component_config
 from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
+from squall.runtime.hooks import ValidatesSubmission, implements
 from squall.spark.plan.pickling import check_picklable
 from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.ir import TransactionalIR
@@ -175,6 +177,7 @@ def query_plans(
     ir = topology.batch_ir
     layout = TaskLayout.of(topology, dict(conf or {}), name)
     if isinstance(ir, TransactionalIR):
+        _validate_spout(topology, ir.spout.spout, ir.spout.component_id, conf)
         return [transactional_plan(topology, ir, layout)]
     if not isinstance(ir, TridentIR):
         raise _unsupported("topologies without a Trident or transactional batch layer here")
@@ -186,6 +189,7 @@ def query_plans(
     sources: dict[str, SourcePlan] = {}
     for source in ir.sources:
         if source.spout is not None:
+            _validate_spout(topology, source.spout, source.component_id, conf)
             check_picklable(source.spout, source.component_id)
         drpc = source.drpc
         sources[source.component_id] = SourcePlan(
@@ -224,6 +228,16 @@ def query_plans(
         )
         for group in ir.groups
     ]
+
+
+def _validate_spout(
+    topology: StormTopology, spout: Any, component_id: str, conf: dict[str, Any] | None
+) -> None:
+    """Run a batch spout's own submit-time checks (``ValidatesSubmission``: a
+    connector checks its options), as the local engine does through its emitter."""
+    if implements(spout, ValidatesSubmission):
+        spec = topology.get_component(component_id)
+        spout.validate_submission(component_id, component_config(dict(conf or {}), spec.conf))
 
 
 def transactional_plan(
