@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from squall import LocalCluster, StormTopology, TopologyInfo
+from tests.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -219,11 +220,17 @@ _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
 def test_python_blocks_in_documentation_run(
-    document: Path, monkeypatch: pytest.MonkeyPatch
+    document: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Every ```python block of a page runs, in order, in one namespace per page."""
     blocks = _BLOCK.findall(document.read_text(encoding="utf-8"))
     assert blocks, f"{document.name} has no python block to run"
+    if document.name == "connectors.md":  # its blocks need a Redis and a PostgreSQL
+        redis_server = RedisServer().start()
+        request.addfinalizer(redis_server.stop)
+        postgres = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("REDIS_URL", redis_server.url)
+        monkeypatch.setenv("POSTGRES_DSN", postgres.create_database("docs_connectors"))
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(EXAMPLES))
     module = ModuleType(f"doc_{document.stem.replace('-', '_')}")
