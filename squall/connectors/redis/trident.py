@@ -217,8 +217,11 @@ class RedisStreamTridentSpout(ValidatesSubmission):
         return _Partitions(len(self.streams))
 
     def get_emitter(self, conf: dict[str, Any], context: Any) -> StreamRangeReader:
-        """The emitter of a task (see the subclasses)."""
-        raise NotImplementedError
+        """The emitter of a task: an :class:`OpaqueRangeEmitter` for an opaque spout,
+        else a :class:`TransactionalRangeEmitter`. Runs in the emitter task."""
+        if self.opaque:
+            return OpaqueRangeEmitter(self, context)
+        return TransactionalRangeEmitter(self, context)
 
 
 class StreamRangeReader:
@@ -383,16 +386,10 @@ class OpaqueRangeEmitter(StreamRangeReader):
 class TransactionalRedisStreamTridentSpout(RedisStreamTridentSpout, PartitionedTridentSpout):
     """``RedisStreamTridentSpout(..., opaque=False)``: replays are identical."""
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> TransactionalRangeEmitter:
-        return TransactionalRangeEmitter(self, context)
-
 
 class OpaqueRedisStreamTridentSpout(RedisStreamTridentSpout, OpaquePartitionedTridentSpout):
     """``RedisStreamTridentSpout(..., opaque=True)``: replays read on from the latest
     earlier range."""
-
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> OpaqueRangeEmitter:
-        return OpaqueRangeEmitter(self, context)
 
 
 __all__ = [
