@@ -17,7 +17,7 @@ some very late actions). The topology:
   watermark when they arrive leave on the ``late`` stream.
 * ``table``: upserts the counts into PostgreSQL table ``product_activity`` (primary key
   ``(window_end, product_id)``, so a window computed again after a replay overwrites
-  its row instead of adding one).
+  its row instead of adding one). Each connection creates the table if it is missing.
 * ``late`` and ``errors``: the late actions and the malformed entries, appended as JSON
   lines to files under the output directory (``late-*.jsonl``, ``errors-*.jsonl``).
 
@@ -122,27 +122,14 @@ class LateActions(Bolt):
         self.collector.ack(tup)
 
 
-class ActivityTable(PostgresInsertBolt):
-    """Upserts window counts into :data:`TABLE`, creating it if missing."""
-
-    def prepare(
-        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
-    ) -> None:
-        create_table(self.dsn)
-        super().prepare(conf, context, collector)
-
-
-def create_table(dsn: str) -> None:
-    """Create :data:`TABLE` if it does not exist."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(
-            f"CREATE TABLE IF NOT EXISTS {TABLE} ("
-            "window_end BIGINT NOT NULL, product_id TEXT NOT NULL, "
-            "window_start BIGINT NOT NULL, actions INTEGER NOT NULL, "
-            "PRIMARY KEY (window_end, product_id))"
-        )
+#: Run by each new connection of the ``table`` bolt before it writes, so the table is
+#: made even when PostgreSQL comes up after the topology.
+CREATE_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+    "window_end BIGINT NOT NULL, product_id TEXT NOT NULL, "
+    "window_start BIGINT NOT NULL, actions INTEGER NOT NULL, "
+    "PRIMARY KEY (window_end, product_id))"
+)
 
 
 def expected_counts(
@@ -187,12 +174,13 @@ def build_topology() -> StormTopology:
         .with_late_tuple_stream("late")
     )
     builder.set_bolt("activity", window, 2).fields_grouping("checked", ["product_id"])
-    table = ActivityTable(
+    table = PostgresInsertBolt(
         dsn,
         TABLE,
         ["window_start", "window_end", "product_id", "actions"],
         on_conflict="update",
         conflict_columns=["window_end", "product_id"],
+        init_sql=CREATE_TABLE,
     )
     builder.set_bolt("table", table, 2).shuffle_grouping("activity")
     builder.set_bolt("late_actions", LateActions()).shuffle_grouping("activity", "late")

@@ -305,6 +305,54 @@ def test_rows_written_while_the_server_is_away_are_replayed_once_it_is_back(
     assert all(PASSWORD not in error for error in errors)
 
 
+def test_init_sql_creates_the_table_once_the_server_is_up(
+    engine: Engine, server: PostgresServer
+) -> None:
+    """The server is down when the topology starts: the sink reports it and its tuples
+    fail and are replayed; once the server is up, the first connection runs
+    ``init_sql`` (creating the table) and every row is written exactly once."""
+    dsn = server.create_database("fresh")
+    server.stop()
+    spout = RowSpout([rows(range(4))], replay=True)
+    insert = sink(
+        dsn,
+        batch=2,
+        on_conflict="update",
+        conflict_columns=["id"],
+        connect_timeout=2,
+        init_sql=[
+            ITEMS.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"),
+            "CREATE INDEX IF NOT EXISTS items_name ON items (name)",
+        ],
+    )
+    with engine.running(topology_of(spout, ("sink", insert)), name="init") as run:
+        run.wait_until(lambda: spout.failed() != [], engine.timeout)
+        server.start()
+        run.wait_until(lambda: spout.acked() == list(range(4)), engine.timeout)
+    assert table(dsn, "SELECT id, name, qty FROM items ORDER BY id") == rows(range(4))
+    indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'items' ORDER BY 1"
+    assert table(dsn, indexes) == [["items_name"], ["items_pkey"]]
+
+
+@pytest.mark.parametrize("engine", ["local"], indirect=True)
+def test_a_failing_init_sql_is_reported_and_run_again(engine: Engine, postgres_dsn: str) -> None:
+    """``init_sql`` that fails (here: the table it alters does not exist yet) fails the
+    batch and is reported; the next write runs it again on a new connection."""
+    spout = RowSpout([rows(range(2)), rows(range(2, 4))], replay=True, gated=True)
+    alter = "ALTER TABLE items ADD COLUMN IF NOT EXISTS note TEXT"
+    insert = sink(postgres_dsn, batch=2, init_sql=alter)
+    with engine.running(topology_of(spout, ("sink", insert)), name="init-fails") as run:
+        release(spout)
+        run.wait_until(lambda: len(spout.failed()) >= 2, engine.timeout)
+        errors = errors_of(run)
+        execute(postgres_dsn, ITEMS)
+        release(spout)
+        run.wait_until(lambda: spout.acked() == list(range(4)), engine.timeout)
+    assert 'relation "items" does not exist' in errors[0], errors
+    query = "SELECT id, name, qty, note FROM items ORDER BY id"
+    assert table(postgres_dsn, query) == [[*row, None] for row in rows(range(4))]
+
+
 # --- PostgresLookupBolt --------------------------------------------------------------------
 
 
@@ -404,6 +452,14 @@ DSN = "postgresql://squall@127.0.0.1:1/app"
         (PostgresInsertBolt(DSN, "t", []), "columns must name at least one field"),
         (PostgresInsertBolt(DSN, "t", {"a": "x y"}), "a column must be a SQL name"),
         (PostgresInsertBolt(DSN, "t", ["a"], max_delay_secs=0), "max_delay_secs must be"),
+        (
+            PostgresInsertBolt(DSN, "t", ["a"], init_sql=["CREATE TABLE t (a INT)", ""]),
+            "a statement in init_sql must be a non-empty string, got ''",
+        ),
+        (
+            PostgresInsertBolt(DSN, "t", ["a"], init_sql=b"CREATE TABLE t (a INT)"),  # type: ignore[arg-type]
+            "init_sql must be a SQL statement or a list of them",
+        ),
         (
             PostgresInsertBolt("postgresql://squall:pw@h/db x", "t", ["a"]),
             r"dsn 'postgresql://squall:\*\*\*@h/db x' is not a PostgreSQL connection string",

@@ -22,7 +22,9 @@ a value of the wrong type) fails that batch's tuples and reports the error. A tu
 lacking one of the fields is failed alone.
 
 The bolt does not create its table: create it beforehand (with the primary key or
-unique constraint that ``conflict_columns`` names).
+unique constraint that ``conflict_columns`` names), or give ``init_sql`` statements
+(``CREATE TABLE IF NOT EXISTS ...``) that every new connection runs before its first
+write, so a table is made even when the server comes up after the topology.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
         max_delay_secs: float | None = 1.0,
         connect_timeout: int | None = None,
         application_name: str | None = None,
+        init_sql: str | Sequence[str] | None = None,
     ) -> None:
         """Keep the options; they are checked when the topology is submitted.
 
@@ -103,6 +106,10 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
                 ``connect_timeout``, else 5; libpq waits at least 2).
             application_name: the connection's name in ``pg_stat_activity``
                 (default: the DSN's, else ``squall``).
+            init_sql: a statement, or statements, run on every new connection before
+                it writes (each committed on its own): idempotent set-up such as
+                ``CREATE TABLE IF NOT EXISTS``. One that fails is reported like a
+                failed write and run again on the next attempt.
         """
         self.dsn = dsn
         self.table = table
@@ -113,6 +120,7 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
         self.max_delay_secs = max_delay_secs
         self.connect_timeout = connect_timeout
         self.application_name = application_name
+        self.init_sql = [init_sql] if isinstance(init_sql, str) else init_sql
 
     def __repr__(self) -> str:
         return f"PostgresInsertBolt(dsn={redact_dsn(str(self.dsn))!r}, table={self.table!r})"
@@ -148,6 +156,15 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
             if problem is not None:
                 raise checker.fail(problem)
         checker.positive_int("batch", self.batch)
+        if self.init_sql is not None:
+            if isinstance(self.init_sql, (bytes, Mapping)) or not isinstance(
+                self.init_sql, Sequence
+            ):
+                raise checker.fail(
+                    f"init_sql must be a SQL statement or a list of them, got {self.init_sql!r}"
+                )
+            for statement in self.init_sql:
+                checker.text("a statement in init_sql", statement)
         if self.max_delay_secs is not None:
             checker.positive_number("max_delay_secs", self.max_delay_secs)
         pairs = self._field_columns() if isinstance(self.columns, (list, dict)) else []
@@ -241,6 +258,7 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
             f"{name} {context.component_id!r}",
             self.connect_timeout,
             self.application_name,
+            self.init_sql or (),
         )
         self._component = context.component_id
         try:

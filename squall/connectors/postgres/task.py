@@ -7,6 +7,7 @@ the bolt): the restored task opens a new one on first use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -26,6 +27,14 @@ class TaskConnection:
     """A task's connection, opened on first use and again after the server went away,
     and the back-off between attempts while it is away.
 
+    Args:
+        dsn: the database.
+        connector: the connector's name in messages (``PostgresInsertBolt 'sink'``).
+        connect_timeout: seconds to open a connection (None: the DSN's, else 5).
+        application_name: the connection's name in ``pg_stat_activity``.
+        init_sql: statements run, in order, on every new connection before it is used
+            (each committed on its own), e.g. ``CREATE TABLE IF NOT EXISTS``.
+
     Attributes:
         outage: the task's back-off schedule; names the connector and the address.
     """
@@ -36,10 +45,12 @@ class TaskConnection:
         connector: str,
         connect_timeout: int | None,
         application_name: str | None,
+        init_sql: Sequence[str] = (),
     ) -> None:
         self.dsn = dsn
         self.connect_timeout = connect_timeout
         self.application_name = application_name
+        self.init_sql = tuple(init_sql)
         self.outage = Outage(connector, redact_dsn(dsn))
         self._connection: psycopg.Connection[Any] | None = None
 
@@ -50,14 +61,23 @@ class TaskConnection:
         return state
 
     def get(self) -> psycopg.Connection[Any]:
-        """The open connection (autocommit), made if there is none.
+        """The open connection (autocommit), made if there is none; a new one has run
+        ``init_sql``.
 
         Raises:
             psycopg.OperationalError: the server cannot be reached.
+            psycopg.Error: a statement of ``init_sql`` failed (the connection is
+                closed: the next call connects and runs them again).
         """
         connection = self._connection
         if connection is None or connection.closed:
             connection = connect(self.dsn, self.connect_timeout, self.application_name)
+            try:
+                for statement in self.init_sql:
+                    connection.execute(statement.encode())
+            except BaseException:
+                close_quietly(connection)
+                raise
             self._connection = connection
         return connection
 
