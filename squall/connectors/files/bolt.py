@@ -6,8 +6,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from squall.connectors.files.checks import not_a_file, path_text, record_options
-from squall.connectors.files.formats import EXTENSIONS, LineEncoder
+from squall.connectors.files.checks import not_a_file, path_text
+from squall.connectors.files.formats import EXTENSIONS
+from squall.connectors.files.records import RecordOptions
 from squall.connectors.files.writer import PartFile, final_name, next_number, recover_leftovers
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
@@ -29,7 +30,7 @@ DEFAULT_ROTATE_SECS = 300.0
 _TRANSIENT = ("_file", "_buffer", "_layouts")
 
 
-class FileBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
+class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     """Appends each tuple it receives, as one line, to files in ``directory``.
 
     **Guarantee: at-least-once.** A tuple is acked only after its line is written,
@@ -107,17 +108,12 @@ class FileBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         encoding: str = "utf-8",
     ) -> None:
         self.directory: str = path_text(directory)
-        self.format = format
         self.rotate_bytes = rotate_bytes
         self.rotate_secs = rotate_secs
-        self.fields = fields if fields is None or isinstance(fields, str) else tuple(fields)
         self.prefix = prefix
         self.batch = batch
         self.flush_ms = flush_ms
-        self.header = header
-        self.delimiter = delimiter
-        self.quotechar = quotechar
-        self.encoding = encoding
+        self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
 
     # -- declaration and submission -------------------------------------------------
 
@@ -139,9 +135,7 @@ class FileBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         """
         checker = OptionChecker(component_id, type(self).__name__)
         not_a_file(checker, "directory", self.directory)
-        record_options(
-            checker, self.format, self.fields, self.delimiter, self.quotechar, self.encoding
-        )
+        self.check_record_options(checker)
         checker.optional_positive_int("rotate_bytes", self.rotate_bytes)
         if self.rotate_secs is not None:
             checker.positive_number("rotate_secs", self.rotate_secs)
@@ -164,7 +158,7 @@ class FileBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         self._context = context
         self._task_id = context.task_id
         self._outage = Outage(f"FileBolt {context.component_id!r}", self.directory)
-        self._encoder = LineEncoder(self.format, self.delimiter, self.quotechar, self.encoding)
+        self._encoder = self.line_encoder()
         self._extension = EXTENSIONS[self.format]
         self._next_number: int | None = None
         self._recovered = False

@@ -56,20 +56,3 @@ def record_options(
         codecs.lookup(checker.text("encoding", encoding))
     except LookupError:
         raise checker.fail(f"unknown encoding {encoding!r}") from None
-
-
-def reader_options(
-    checker: OptionChecker,
-    directory: Any,
-    pattern: Any,
-    format_name: Any,
-    fields: Any,
-    delimiter: Any,
-    quotechar: Any,
-    encoding: Any,
-) -> None:
-    """What every file reader checks: an existing directory, a pattern and the record
-    options."""
-    existing_directory(checker, "directory", directory)
-    checker.text("pattern", pattern)
-    record_options(checker, format_name, fields, delimiter, quotechar, encoding)

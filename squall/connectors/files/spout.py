@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from squall.connectors.files.checks import not_a_file, path_text, reader_options
+from squall.connectors.files.checks import not_a_file, path_text
 from squall.connectors.files.formats import LineParser, MalformedRecord, output_fields
 from squall.connectors.files.lines import Line, LineReader, read_line
 from squall.connectors.files.listing import list_files, owner
@@ -19,6 +19,7 @@ from squall.connectors.files.progress import (
     ProgressStore,
     fsync_directory,
 )
+from squall.connectors.files.records import RecordOptions
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
@@ -37,7 +38,7 @@ ERROR_FIELDS = ("file", "line", "text", "error")
 _TRANSIENT = ("_reader", "_parsers")
 
 
-class FileSpout(Spout, ValidatesSubmission, ReportsMetrics):
+class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     """Reads every file of ``directory`` whose name matches ``pattern``, once, line by
     line, and emits one tuple per record.
 
@@ -137,18 +138,13 @@ class FileSpout(Spout, ValidatesSubmission, ReportsMetrics):
     ) -> None:
         self.directory: str = path_text(directory)
         self.pattern = pattern
-        self.format = format
         self.done_directory: str | None = (
             None if done_directory is None else path_text(done_directory)
         )
-        self.fields = fields if fields is None or isinstance(fields, str) else tuple(fields)
         self.batch = batch
         self.scan_ms = scan_ms
         self.progress_ms = progress_ms
-        self.header = header
-        self.delimiter = delimiter
-        self.quotechar = quotechar
-        self.encoding = encoding
+        self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
 
     # -- declaration and submission -------------------------------------------------
 
@@ -165,18 +161,7 @@ class FileSpout(Spout, ValidatesSubmission, ReportsMetrics):
                 the message names the component and the option.
         """
         checker = OptionChecker(component_id, type(self).__name__)
-        reader_options(
-            checker,
-            self.directory,
-            self.pattern,
-            self.format,
-            self.fields,
-            self.delimiter,
-            self.quotechar,
-            self.encoding,
-        )
-        if self.format == "csv" and not self.header and not self.fields:
-            raise checker.fail("a CSV file without header needs fields=[...] naming its columns")
+        self.check_reader_options(checker, self.directory, self.pattern)
         if self.done_directory is not None:
             done = not_a_file(checker, "done_directory", self.done_directory)
             if os.path.realpath(done) == os.path.realpath(self.directory):
@@ -293,9 +278,7 @@ class FileSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def _parser(self, progress: FileProgress) -> LineParser:
         parser = self._parsers.get(progress.name)
         if parser is None:
-            parser = LineParser(
-                self.format, self.fields, self.header, self.delimiter, self.quotechar, self.encoding
-            )
+            parser = self.line_parser()
             if parser.header and progress.read_line >= 1:
                 parser.columns = progress.columns or self._header_of(progress.name, parser)
             self._parsers[progress.name] = parser

@@ -12,11 +12,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from squall.connectors.files.checks import path_text, reader_options
+from squall.connectors.files.checks import path_text
 from squall.connectors.files.formats import LineParser, MalformedRecord, output_fields
 from squall.connectors.files.lines import Line, LineReader, read_span
 from squall.connectors.files.listing import list_files
 from squall.connectors.files.progress import PROGRESS_DIRECTORY, fsync_directory, write_atomically
+from squall.connectors.files.records import RecordOptions
 from squall.connectors.options import OptionChecker
 from squall.model.fields import Fields
 from squall.runtime.hooks import ValidatesSubmission
@@ -177,15 +178,7 @@ class FilePartitionEmitter:
     def _parser(self, name: str, first_line: int) -> LineParser:
         parser = self._parsers.get(name)
         if parser is None:
-            spout = self._spout
-            parser = LineParser(
-                spout.format,
-                spout.fields,
-                spout.header,
-                spout.delimiter,
-                spout.quotechar,
-                spout.encoding,
-            )
+            parser = self._spout.line_parser()
             if parser.header and first_line > 1:
                 header = LineReader(self._path(name))
                 try:
@@ -223,7 +216,7 @@ class FilePartitionEmitter:
             emit(values)
 
 
-class FileTridentSpout(PartitionedTridentSpout, ValidatesSubmission):
+class FileTridentSpout(RecordOptions, PartitionedTridentSpout, ValidatesSubmission):
     """The files of ``directory`` matching ``pattern`` as the partitions of a
     transactional Trident spout (Storm's ``IPartitionedTridentSpout``).
 
@@ -289,15 +282,10 @@ class FileTridentSpout(PartitionedTridentSpout, ValidatesSubmission):
     ) -> None:
         self.directory: str = path_text(directory)
         self.pattern = pattern
-        self.format = format
-        self.fields = fields if fields is None or isinstance(fields, str) else tuple(fields)
         self.error_field = error_field
         self.batch_lines = batch_lines
         self.scan_ms = scan_ms
-        self.header = header
-        self.delimiter = delimiter
-        self.quotechar = quotechar
-        self.encoding = encoding
+        self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
 
     def get_output_fields(self) -> Fields:
         """The record's fields, then ``error_field`` (if not None)."""
@@ -314,18 +302,7 @@ class FileTridentSpout(PartitionedTridentSpout, ValidatesSubmission):
                 the message names the component and the option.
         """
         checker = OptionChecker(component_id, type(self).__name__)
-        reader_options(
-            checker,
-            self.directory,
-            self.pattern,
-            self.format,
-            self.fields,
-            self.delimiter,
-            self.quotechar,
-            self.encoding,
-        )
-        if self.format == "csv" and not self.header and not self.fields:
-            raise checker.fail("a CSV file without header needs fields=[...] naming its columns")
+        self.check_reader_options(checker, self.directory, self.pattern)
         if self.error_field is not None:
             checker.text("error_field", self.error_field)
             if self.error_field in output_fields(self.format, self.fields):

@@ -29,7 +29,6 @@ write, so a table is made even when the server comes up after the topology.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,11 +48,10 @@ from squall.connectors.postgres.connection import (
     timeout_problem,
 )
 from squall.connectors.postgres.task import TaskConnection
-from squall.model.components import Bolt
-from squall.model.config import Config
+from squall.connectors.sink import BatchingSink
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.model.tuple import Tuple, is_tick_tuple
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
+from squall.model.tuple import Tuple
+from squall.runtime.hooks import ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector
@@ -62,12 +60,14 @@ if TYPE_CHECKING:
 CONFLICT_ACTIONS = ("nothing", "update")
 
 
-class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
+class PostgresInsertBolt(BatchingSink, ValidatesSubmission):
     """Inserts each tuple as a row of ``table``, batched; acks after the commit.
 
     See the module docstring for the guarantee and the failure behaviour. Declares no
-    output stream.
+    output stream. ``metrics()``: ``rows_written`` and ``failed_writes``.
     """
+
+    written_metric = "rows_written"
 
     def __init__(
         self,
@@ -124,20 +124,6 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
 
     def __repr__(self) -> str:
         return f"PostgresInsertBolt(dsn={redact_dsn(str(self.dsn))!r}, table={self.table!r})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Everything but the buffer of unwritten tuples (a Spark snapshot is taken
-        after the micro-batch's buffer was written; a restored task starts empty)."""
-        state = dict(vars(self))
-        state.pop("_buffer", None)
-        state.pop("_rows", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
-        if "_connection" in state:  # a prepared task
-            self._buffer: list[Tuple] = []
-            self._rows: list[list[Any]] = []
 
     # --- options ---------------------------------------------------------------------
 
@@ -228,12 +214,6 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """No output streams."""
 
-    def get_component_configuration(self) -> dict[str, Any] | None:
-        """Tick tuples every ``max_delay_secs`` (they flush an idle buffer)."""
-        if self.max_delay_secs is None:
-            return None
-        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.max_delay_secs}
-
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
@@ -245,103 +225,50 @@ class PostgresInsertBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics
         """
         name = type(self).__name__
         self.check_options(OptionChecker(context.component_id, name))
-        self.collector = collector
+        self.start_buffer(collector, f"{name} {context.component_id!r}")
         self._fields = [field for field, _ in self._field_columns()]
         self._statement = self.statement()
-        self._buffer = []
-        self._rows = []
-        self._oldest = 0.0
-        self._written = 0
-        self._failed_writes = 0
         self._connection = TaskConnection(
             self.dsn,
-            f"{name} {context.component_id!r}",
+            self.label,
             self.connect_timeout,
             self.application_name,
             self.init_sql or (),
         )
-        self._component = context.component_id
         try:
             self._connection.get()
         except psycopg.Error as error:
             collector.report_error(self._connection.failed(error))
 
-    def execute(self, tup: Tuple) -> None:
-        """Buffer the tuple's row; write the buffer when it is full or old. A tick
-        tuple writes the buffer. Runs once per input tuple."""
-        if is_tick_tuple(tup):
-            self.flush()
-            return
-        try:
-            row = [db_value(tup[field]) for field in self._fields]
-        except (KeyError, ValueError, IndexError) as error:
-            self.collector.report_error(
-                ConnectorError(f"{type(self).__name__} {self._component!r}: {error}")
-            )
-            self.collector.fail(tup)
-            return
-        if not self._buffer:
-            self._oldest = time.monotonic()
-        self._buffer.append(tup)
-        self._rows.append(row)
-        if len(self._buffer) >= self.batch or (
-            self.max_delay_secs is not None
-            and time.monotonic() - self._oldest >= self.max_delay_secs
-        ):
-            self.flush()
+    def item(self, tup: Tuple) -> list[Any]:
+        """The tuple's row: the values of the written fields, adapted."""
+        return [db_value(tup[field]) for field in self._fields]
 
-    def settle_batch(self) -> None:
-        """Spark, at the end of each micro-batch: write the buffer, so its tuples are
-        acked (or failed) within their micro-batch."""
-        self.flush()
-
-    def flush(self) -> None:
-        """Write the buffered rows in one transaction; ack their tuples after the
-        commit, or fail them all. Waits out the back-off of an outage first."""
-        if not self._buffer:
-            return
-        tuples, rows = self._buffer, self._rows
-        self._buffer, self._rows = [], []
+    def write(self, items: list[list[Any]]) -> Exception | None:
+        """Write the rows in one transaction, after the back-off of an outage."""
         self._connection.wait()
         try:
             connection = self._connection.get()
             with connection.transaction(), connection.cursor() as cursor:
-                cursor.executemany(self._statement, rows)
+                cursor.executemany(self._statement, items)
         except Exception as error:  # whatever broke the write, its tuples are failed
-            self._failed_writes += 1
             if isinstance(error, psycopg.Error) and self._connection.lost(error):
-                self.collector.report_error(self._connection.failed(error))
-            else:
-                self._connection.succeeded()
-                self.collector.report_error(
-                    ConnectorError(
-                        f"{type(self).__name__} {self._component!r}: writing {len(rows)} "
-                        f"row(s) to {self.table} on {redact_dsn(self.dsn)} failed: "
-                        f"{one_line(error)}; the batch's tuples are failed"
-                    )
-                )
-            for tup in tuples:
-                self.collector.fail(tup)
-            return
+                return self._connection.failed(error)
+            self._connection.succeeded()
+            return ConnectorError(
+                f"{self.label}: writing {len(items)} row(s) to {self.table} on "
+                f"{redact_dsn(self.dsn)} failed: {one_line(error)}; the batch's tuples are "
+                "failed"
+            )
         self._connection.succeeded()
-        self._written += len(rows)
-        for tup in tuples:
-            self.collector.ack(tup)
-
-    def metrics(self) -> dict[str, float]:
-        """``rows_written`` (committed) and ``failed_writes`` (batches failed)."""
-        return {
-            "rows_written": getattr(self, "_written", 0),
-            "failed_writes": getattr(self, "_failed_writes", 0),
-        }
+        return None
 
     def cleanup(self) -> None:
-        """Write what is buffered, then close the connection. Runs when the topology
-        is killed; not guaranteed (a killed process skips it: its unwritten tuples
-        were never acked, so a reliable spout replays them)."""
+        """Write what is buffered, then close the connection (see
+        :meth:`~squall.connectors.sink.BatchingSink.flush_at_cleanup`)."""
         if not hasattr(self, "_connection"):
             return
         try:
-            self.flush()
+            self.flush_at_cleanup()
         finally:
             self._connection.close()

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +54,10 @@ from squall.connectors.redis.client import (
     one_line,
     redact_url,
 )
-from squall.model.components import Bolt
-from squall.model.config import Config
+from squall.connectors.sink import BatchingSink
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.model.tuple import Tuple, is_tick_tuple
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
+from squall.model.tuple import Tuple
+from squall.runtime.hooks import ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector
@@ -86,12 +84,14 @@ def _server_reply(error: BaseException) -> str:
     return _PIPELINE_NOTE.sub("", one_line(error))
 
 
-class RedisStreamBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
+class RedisStreamBolt(BatchingSink, ValidatesSubmission):
     """Appends each tuple as an entry of ``stream``, batched; acks after the write.
 
     See the module docstring for the guarantee, the encoding and the failure behaviour.
     Declares no output stream. ``metrics()``: ``entries_written`` and ``failed_writes``.
     """
+
+    written_metric = "entries_written"
 
     def __init__(
         self,
@@ -137,18 +137,16 @@ class RedisStreamBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the client, its back-off and the buffer (a Spark snapshot is
         taken after the micro-batch's buffer was written)."""
-        state = dict(vars(self))
-        for transient in ("_client", "_outage", "_buffer", "_entries"):
-            state.pop(transient, None)
+        state = super().__getstate__()
+        state.pop("_client", None)
+        state.pop("_outage", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
-        if "_label" in state:  # a prepared task
+        super().__setstate__(state)
+        if "_written" in state:  # a prepared task: a client of its own
             self._client: redis.Redis | None = None
-            self._outage = Outage(self._label, redact_url(self.url))
-            self._buffer: list[Tuple] = []
-            self._entries: list[dict[str, str | bytes]] = []
+            self._outage = Outage(self.label, redact_url(self.url))
 
     # --- options ----------------------------------------------------------------------
 
@@ -181,125 +179,58 @@ class RedisStreamBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """No output streams."""
 
-    def get_component_configuration(self) -> dict[str, Any] | None:
-        """Tick tuples every ``max_delay_secs`` (they write an idle buffer)."""
-        if self.max_delay_secs is None:
-            return None
-        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.max_delay_secs}
-
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
         """Try to connect (an unreachable server is reported, not raised: the first
         write tries again). Runs once per task, in the task's process."""
-        self.collector = collector
-        self._label = f"RedisStreamBolt {context.component_id!r}"
-        self._outage = Outage(self._label, redact_url(self.url))
+        self.start_buffer(collector, f"RedisStreamBolt {context.component_id!r}")
+        self._outage = Outage(self.label, redact_url(self.url))
         self._client = connect(self.url, self.connect_timeout, self.socket_timeout)
-        self._buffer = []
-        self._entries = []
-        self._oldest = 0.0
-        self._written = 0
-        self._failed_writes = 0
         try:
             self._client.ping()
         except CONNECTION_ERRORS as error:
             collector.report_error(self._outage.failed(error))
 
-    def execute(self, tup: Tuple) -> None:
-        """Buffer the tuple's entry; write the buffer when it is full or old. A tick
-        tuple writes the buffer. Runs once per input tuple."""
-        if is_tick_tuple(tup):
-            self.flush()
-            return
-        try:
-            if self.fields is None:
-                entry = {
-                    name: encode_value(value)
-                    for name, value in zip(tup.fields, tup.values, strict=True)
-                }
-            else:
-                entry = {name: encode_value(tup[name]) for name in self.fields}
-        except (KeyError, ValueError, IndexError) as error:
-            self.collector.report_error(
-                ConnectorError(f"{self._label}: cannot write a tuple: {error}")
-            )
-            self.collector.fail(tup)
-            return
-        if not self._buffer:
-            self._oldest = time.monotonic()
-        self._buffer.append(tup)
-        self._entries.append(entry)
-        if len(self._buffer) >= self.batch or (
-            self.max_delay_secs is not None
-            and time.monotonic() - self._oldest >= self.max_delay_secs
-        ):
-            self.flush()
+    def item(self, tup: Tuple) -> dict[str, str | bytes]:
+        """The tuple's entry: its fields (or ``fields``), values encoded."""
+        if self.fields is None:
+            return {
+                name: encode_value(value)
+                for name, value in zip(tup.fields, tup.values, strict=True)
+            }
+        return {name: encode_value(tup[name]) for name in self.fields}
 
-    def settle_batch(self) -> None:
-        """Spark, at the end of each micro-batch: write the buffer, so its tuples are
-        acked (or failed) within their micro-batch."""
-        self.flush()
-
-    def flush(self) -> None:
-        """Write the buffered entries in one ``MULTI``/``EXEC``; ack their tuples after
-        it succeeded, or fail them all. Waits out the back-off of an outage first."""
-        if not self._buffer:
-            return
-        tuples, entries = self._buffer, self._entries
-        self._buffer, self._entries = [], []
+    def write(self, items: list[dict[str, str | bytes]]) -> Exception | None:
+        """Append the entries in one ``MULTI``/``EXEC`` (all or none), after the
+        back-off of an outage."""
         self._outage.wait()
         if self._client is None:
             self._client = connect(self.url, self.connect_timeout, self.socket_timeout)
         pipeline = self._client.pipeline(transaction=True)
-        for entry in entries:
+        for entry in items:
             pipeline.xadd(self.stream, entry, maxlen=self.maxlen, approximate=self.approximate)  # type: ignore[arg-type]
         try:
             pipeline.execute()
         except CONNECTION_ERRORS as error:
-            self._failed(tuples, self._outage.failed(error))
-            return
+            return self._outage.failed(error)
         except redis.RedisError as error:
             self._outage.recovered()
-            self._failed(
-                tuples,
-                ConnectorError(
-                    f"{self._label}: writing {len(entries)} entries to stream "
-                    f"{self.stream!r} on {redact_url(self.url)} failed: {_server_reply(error)}; "
-                    "the tuples are failed"
-                ),
+            return ConnectorError(
+                f"{self.label}: writing {len(items)} entries to stream "
+                f"{self.stream!r} on {redact_url(self.url)} failed: {_server_reply(error)}; "
+                "the tuples are failed"
             )
-            return
         self._outage.recovered()
-        self._written += len(entries)
-        ack = self.collector.ack
-        for tup in tuples:
-            ack(tup)
-
-    def _failed(self, tuples: list[Tuple], error: Exception) -> None:
-        self._failed_writes += 1
-        self.collector.report_error(error)
-        fail = self.collector.fail
-        for tup in tuples:
-            fail(tup)
-
-    def metrics(self) -> dict[str, float]:
-        """``entries_written`` and ``failed_writes`` (writes whose tuples were failed)."""
-        return {
-            "entries_written": getattr(self, "_written", 0),
-            "failed_writes": getattr(self, "_failed_writes", 0),
-        }
+        return None
 
     def cleanup(self) -> None:
-        """Write what is buffered, then close the client. Runs when the topology is
-        killed; not guaranteed (a killed process skips it: its unwritten tuples were
-        never acked, so a reliable spout replays them)."""
-        if not hasattr(self, "_buffer"):
-            return
+        """Write what is buffered, then close the client (see
+        :meth:`~squall.connectors.sink.BatchingSink.flush_at_cleanup`)."""
         try:
-            self.flush()
+            self.flush_at_cleanup()
         finally:
-            close_quietly(self._client)
+            close_quietly(getattr(self, "_client", None))
             self._client = None
 
 
