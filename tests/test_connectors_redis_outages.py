@@ -95,10 +95,11 @@ def test_a_bolt_whose_server_goes_down_fails_its_tuples_then_writes_them_all(
         run.wait_until(
             lambda: {n for n, _ in spout.record.get("acked")} == set(range(20)), engine.timeout
         )
-        if not engine.is_spark:  # on Spark a micro-batch that failed is run again
+        if not engine.is_spark:  # on Spark a micro-batch that failed may be run again
             assert run.info().components["sink"].failed > 0
     assert all(written for _, written in spout.record.get("acked"))  # acked after the write
-    assert spout.record.get("failed")  # the writes of the outage were failed, then replayed
+    if not engine.is_spark:  # the writes of the outage were failed, then replayed
+        assert spout.record.get("failed")
     connection = client(server.url)
     written = [int(fields["n"]) for _, fields in connection.xrange(out)]  # type: ignore[union-attr]
     connection.close()
