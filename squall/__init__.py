@@ -30,6 +30,7 @@ from squall.runtime.clock import Clock, ManualClock
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
+from squall.state import KeyValueState, StatefulBolt
 from squall.windowing import Count, Duration, TupleWindow, WindowedBolt
 
 __version__ = "0.1.0"
@@ -51,6 +52,7 @@ __all__ = [
     "Fields",
     "GlobalStreamId",
     "InvalidTopologyError",
+    "KeyValueState",
     "LocalCluster",
     "ManualClock",
     "OutputCollector",
@@ -59,6 +61,7 @@ __all__ = [
     "Spout",
     "SpoutOutputCollector",
     "SquallError",
+    "StatefulBolt",
     "StormTopology",
     "TopologyBuilder",
     "TopologyContext",

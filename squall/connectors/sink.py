@@ -120,6 +120,12 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
         acked (or failed) within their micro-batch."""
         self.flush()
 
+    def settle_before_checkpoint(self) -> None:
+        """A checkpoint of a topology with stateful bolts: write the buffer, so its
+        tuples are acked (or failed) before the checkpoint passes (see
+        :class:`~squall.runtime.hooks.SettlesBeforeCheckpoint`)."""
+        self.flush()
+
     def flush(self) -> None:
         """Write the buffer; ack its tuples once written, or report the error and fail
         them all."""

@@ -30,6 +30,7 @@ from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
 from squall.runtime.system import system_topology, validate_submission
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
+from squall.state.wiring import check_checkpointing, spout_checkpointing, with_checkpointing
 
 logger = logging.getLogger("squall")
 
@@ -79,7 +80,8 @@ class RunningTopology:
         self.conf[Config.TOPOLOGY_NAME] = name
         self.user_topology = topology
         validate_submission(topology, self.conf)
-        self.topology = system_topology(topology, self.conf)
+        check_checkpointing(topology, self.conf)
+        self.topology = system_topology(with_checkpointing(topology, self.conf), self.conf)
         self.plan: TaskPlan = build_plan(self.topology, self.conf)
         self.clock = clock
         self.coordination_store = coordination_store
@@ -140,6 +142,9 @@ class RunningTopology:
                         inbox,
                         int(max_pending) if max_pending and tracking else None,
                         timeout_ms,
+                    )
+                    runner.checkpointing = spout_checkpointing(
+                        self.topology, spec, component, runner.collector, wiring, context, conf
                     )
                 else:
                     runner = BoltRunner(

@@ -39,6 +39,13 @@ class Config(dict[str, Any]):
     TOPOLOGY_TRIDENT_BATCH_RETRY_MAX_MILLIS = "topology.trident.batch.retry.max.millis"
     TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS = "topology.error.throttle.interval.secs"
     TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL = "topology.max.error.report.per.interval"
+    #: Milliseconds between checkpoints of stateful bolts (below the message timeout).
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL = "topology.state.checkpoint.interval.ms"
+    #: Where stateful bolts keep their state: ``memory``, ``sqlite``, ``redis``,
+    #: ``postgres``.
+    TOPOLOGY_STATE_PROVIDER = "topology.state.provider"
+    #: The provider's settings (a dict: directory, url or dsn, namespace).
+    TOPOLOGY_STATE_PROVIDER_CONFIG = "topology.state.provider.config"
 
     def set_num_workers(self, workers: int) -> Config:
         """Number of workers the topology runs in (``topology.workers``)."""
@@ -189,9 +196,6 @@ STORM_KEYS: frozenset[str] = frozenset(
         "topology.shellbolt.max.pending",
         "topology.skip.missing.kryo.registrations",
         "topology.spout.wait.strategy",
-        "topology.state.checkpoint.interval.ms",
-        "topology.state.provider",
-        "topology.state.provider.config",
         "topology.submitter.principal",
         "topology.subprocess.timeout.secs",
         "topology.tasks",

@@ -443,6 +443,10 @@ class SpoutOutputCollector(_Emitter):
         self.completed: list[Any] = []
         #: Emits so far (the executor compares it to see whether next_tuple emitted).
         self.emit_count = 0
+        #: Set by the engine while some message ids must not be emitted again (their
+        #: effect is already held by committed states): called with each emit's msg id,
+        #: True skips the emit (the id is acked to the spout at once).
+        self.skip_emit: Callable[[Any], bool] | None = None
 
     def emit(
         self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
@@ -474,6 +478,9 @@ class SpoutOutputCollector(_Emitter):
         self, route: StreamRoute, targets: list[int], values: Sequence[Any], msg_id: Any
     ) -> None:
         self.emit_count += 1
+        if msg_id is not None and self.skip_emit is not None and self.skip_emit(msg_id):
+            self.completed.append(msg_id)
+            return
         route.emitted += 1
         route.transferred += len(targets)
         outboxes = self._outboxes

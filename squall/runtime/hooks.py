@@ -209,6 +209,38 @@ class Exhaustible(Protocol):
         ...
 
 
+@runtime_checkable
+class CommitsAcks(Protocol):
+    """A reliable spout whose acks become durable some time after ``ack`` returns (a
+    progress file written now and then, acknowledgements sent in batches).
+
+    Called in a topology with stateful bolts, on the spout task's thread, at each
+    checkpoint's prepare before the spout's trees in flight are recorded: so a message
+    acked before the checkpoint is never replayed after a restart, and the states hold
+    its effect exactly once. A spout without it must make each ack durable before
+    ``ack`` returns for that guarantee.
+    """
+
+    def commit_acks(self) -> None:
+        """Make every ack received so far durable (raise if that failed: the checkpoint
+        is then rolled back and tried again)."""
+        ...
+
+
+@runtime_checkable
+class SettlesBeforeCheckpoint(Protocol):
+    """A bolt that holds tuples it can settle on demand (a sink buffering writes).
+
+    Called in a topology with stateful bolts, on the task's thread, at each checkpoint's
+    prepare once every earlier tuple has arrived: it writes (and acks or fails) what it
+    holds, so those tuples' trees are not left straddling the checkpoint.
+    """
+
+    def settle_before_checkpoint(self) -> None:
+        """Write out and ack (or fail) the tuples held."""
+        ...
+
+
 def implements(obj: object, hook: Callable[..., HookT]) -> TypeGuard[HookT]:
     """Whether ``obj`` implements ``hook``, one of this module's Protocols: it has the
     hook's attributes, and its methods are callable.

@@ -25,6 +25,7 @@ from squall.runtime.acker import (
     ACKER_COMPONENT,
     AckerBolt,
 )
+from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.hooks import ValidatesSubmission, implements
 
 _ROOT_FIELDS = Fields("id")
@@ -59,7 +60,8 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
                 spec.inputs.append(
                     Subscription(ACKER_COMPONENT, stream, Grouping(GroupingKind.DIRECT))
                 )
-        else:
+        if not spec.is_spout or any(s.stream_id == CHECKPOINT_STREAM for s in spec.inputs):
+            # A bolt, or a spout that also acks tuples it receives (checkpoint tuples).
             spec.streams[ACK_ACK_STREAM] = StreamDeclaration(
                 ACK_ACK_STREAM, Fields("id", "ack_val")
             )

@@ -23,6 +23,7 @@ from squall.model.components import BasicBolt, Spout
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM
+from squall.runtime.checkpointing import CHECKPOINT_STREAM, SpoutCheckpointing
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
@@ -250,6 +251,9 @@ class SpoutRunner(TaskRunner):
         self.active = False
         #: Set by the engine: a callable telling whether any bolt's queue is full.
         self.backpressure: Callable[[], bool] | None = None
+        #: Set by the engine in a topology with stateful bolts: the task's part in the
+        #: checkpoint protocol (``next_tuple`` waits for its recovery).
+        self.checkpointing: SpoutCheckpointing | None = None
 
     @property
     def pending_count(self) -> int:
@@ -258,12 +262,19 @@ class SpoutRunner(TaskRunner):
 
     def start(self) -> None:
         self.component.open(self.conf, self.context, self.collector)
+        if self.checkpointing is not None:
+            self.checkpointing.start()
 
     def stop(self) -> None:
         try:
             self.component.close()
         except Exception as exc:
             self.stats.record_error(exc)
+        if self.checkpointing is not None:
+            try:
+                self.checkpointing.close()
+            except Exception as exc:
+                self.stats.record_error(exc)
 
     def set_active(self, active: bool) -> None:
         """Activate or deactivate on the worker thread; calls the spout's hook once."""
@@ -288,6 +299,8 @@ class SpoutRunner(TaskRunner):
         if self.timeout_ms is not None and collector.pending:
             done += self._expire(now_ms)
         if not self.active:
+            return done
+        if self.checkpointing is not None and not self.checkpointing.initialized:
             return done
         if self.backpressure is not None and self.backpressure():
             return done
@@ -350,6 +363,10 @@ class SpoutRunner(TaskRunner):
             tup = inbox.popleft()
             handled += 1
             stream = tup._info.stream_id
+            if stream == CHECKPOINT_STREAM:
+                if self.checkpointing is not None:
+                    self.checkpointing.on_checkpoint(tup)
+                continue
             root = tup.values[0]
             if stream == ACK_RESET_TIMEOUT_STREAM:
                 entry = pending.pop(root, None)

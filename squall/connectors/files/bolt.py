@@ -218,6 +218,12 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
         self._flush(now)
         self._finish()
 
+    def settle_before_checkpoint(self) -> None:
+        """A checkpoint of a topology with stateful bolts: write (with ``fsync``) and
+        ack what waits; the file stays open (see
+        :class:`~squall.runtime.hooks.SettlesBeforeCheckpoint`)."""
+        self._flush(self._context.clock.now_ms())
+
     def cleanup(self) -> None:
         """Write and ack what waits, then finish the file."""
         if not hasattr(self, "_buffer"):

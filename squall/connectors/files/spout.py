@@ -256,6 +256,16 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         if progress is not None and number in progress.pending:
             self._replays.append((name, number))
 
+    def commit_acks(self) -> None:
+        """Write the progress of every file now (a checkpoint of a topology with
+        stateful bolts: see :class:`~squall.runtime.hooks.CommitsAcks`).
+
+        Raises:
+            OSError: a progress record could not be written (the checkpoint is rolled
+                back and tried again).
+        """
+        self._flush()
+
     def deactivate(self) -> None:
         """Write the progress of every file now."""
         self._flush_quietly()

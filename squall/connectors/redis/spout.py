@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from squall.connectors.errors import ConnectorUnavailableError
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.connectors.redis.client import (
@@ -303,6 +304,22 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
         self._acks.append(msg_id)
         if len(self._acks) >= self.batch:
             self._send_acks()
+
+    def commit_acks(self) -> None:
+        """Send the waiting acknowledgements now (a checkpoint of a topology with
+        stateful bolts: see :class:`~squall.runtime.hooks.CommitsAcks`).
+
+        Raises:
+            ConnectorUnavailableError: the server cannot be reached (the checkpoint is
+                rolled back and tried again).
+        """
+        if self._acks:
+            self._send_acks()
+        if self._acks:
+            raise ConnectorUnavailableError(
+                f"{self._label}: {len(self._acks)} acknowledgement(s) to "
+                f"{redact_url(self.url)} could not be sent"
+            )
 
     def fail(self, msg_id: Any) -> None:
         """The entry's tree failed: emit it again (before new entries)."""

@@ -1,0 +1,365 @@
+"""The bolt side of the checkpoint protocol: every bolt of a topology with stateful
+bolts runs inside one of these wrappers (Storm's ``StatefulBoltExecutor`` and
+``CheckpointTupleForwarder``).
+
+A wrapper receives the bolt's tuples and the checkpoint tuples on ``$checkpoint``. It
+aligns each checkpoint (see :mod:`squall.state.alignment`), does the action, then passes
+the checkpoint tuple on to its own subscribers, anchored to the ones it received, and
+acks those. Checkpoint tuples never reach user code.
+
+* A stateful bolt's state is prepared, committed or rolled back with the action; the
+  acks of its inputs are held back until the state holding their effect is committed
+  (and turned into fails if it is rolled back), so a crash never loses the effect of an
+  acked tuple. No tuple is executed before ``init_state``.
+* Every wrapper records, with each prepare, the trees it cannot vouch for: those of the
+  inputs it failed since the last prepare and of the inputs it still holds unacked. A
+  restarted spout replays those even if they were emitted before the checkpoint (see
+  :mod:`squall.state.spouts`).
+
+Where it runs: on the bolt task's thread, as the task's component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from squall.model.components import BasicBolt, Bolt
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.errors import FailedException, ReportedFailedException
+from squall.model.tuple import DEFAULT_STREAM, Tuple
+from squall.runtime.checkpointing import CHECKPOINT_STREAM
+from squall.runtime.collectors import BasicOutputCollector, OutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import ReportsMetrics, SettlesBeforeCheckpoint, implements
+from squall.state.alignment import BarrierAlignment
+from squall.state.base import BufferedKeyValueState
+from squall.state.bolt import StatefulBolt
+from squall.state.checkpoint_spout import CHECKPOINT_FIELDS
+from squall.state.protocol import Action
+
+if TYPE_CHECKING:
+    from squall.state.providers import StateProvider
+
+#: The key, in a task's checkpoint namespace, of the trees it cannot vouch for.
+EXCLUDED_KEY = "excluded"
+
+
+def checkpoint_namespace(component_id: str, task_index: int) -> str:
+    """The namespace of a task's checkpoint records."""
+    return f"$checkpoint-{component_id}-{task_index}"
+
+
+def state_namespace(component_id: str, task_index: int) -> str:
+    """The namespace of a stateful bolt task's state."""
+    return f"{component_id}-{task_index}"
+
+
+class TrackingCollector:
+    """What the wrapped bolt's code gets as its collector: the task's collector, with
+    acks and fails seen by the wrapper first."""
+
+    def __init__(self, out: OutputCollector, wrapper: CheckpointedBolt) -> None:
+        self._out = out
+        self._wrapper = wrapper
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """As :meth:`OutputCollector.emit`."""
+        return self._out.emit(values, anchors, stream)
+
+    def emit_direct(
+        self,
+        task_id: int,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """As :meth:`OutputCollector.emit_direct`."""
+        self._out.emit_direct(task_id, values, anchors, stream)
+
+    def ack(self, tup: Tuple) -> None:
+        """Acknowledge ``tup`` (held back until commit by a stateful bolt)."""
+        self._wrapper.acked(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail ``tup`` now."""
+        self._wrapper.failed(tup)
+        self._out.fail(tup)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+
+class CheckpointedBolt(Bolt, ReportsMetrics):
+    """Runs a bolt that has no state of its own in a topology with stateful bolts: it
+    aligns and passes on checkpoint tuples, and records the trees it cannot vouch for.
+
+    Args:
+        bolt: the user's bolt (a ``Bolt`` or ``BasicBolt``).
+    """
+
+    def __init__(self, bolt: Bolt | BasicBolt) -> None:
+        self.bolt = bolt
+
+    # -- declaration ------------------------------------------------------------------
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The bolt's streams, and ``$checkpoint``."""
+        self.bolt.declare_output_fields(declarer)
+        declarer.declare_stream(CHECKPOINT_STREAM, CHECKPOINT_FIELDS)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        """The bolt's."""
+        return self.bolt.get_component_configuration()
+
+    def metrics(self) -> dict[str, float]:
+        """The bolt's own metrics, if it has any."""
+        bolt = self.bolt
+        return dict(bolt.metrics()) if implements(bolt, ReportsMetrics) else {}
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        """Prepare the bolt, with a collector whose acks and fails the wrapper sees."""
+        from squall.state.providers import provider_for
+
+        self._out = collector
+        self._stats = collector.stats
+        self._context = context
+        senders = frozenset(
+            task
+            for source in context.get_this_sources()
+            if source.stream_id == CHECKPOINT_STREAM
+            for task in context.get_component_tasks(source.component_id)
+        )
+        self._alignment = BarrierAlignment(senders)
+        self._provider: StateProvider = provider_for(conf, context.topology_name)
+        self._label = f"component {context.component_id!r} task {context.task_index}"
+        self._records: BufferedKeyValueState = self._provider.make_state(
+            checkpoint_namespace(context.component_id, context.task_index), self._label
+        )
+        #: Inputs executed and neither acked nor failed: id -> tuple (tracked ones).
+        self._unacked: dict[int, Tuple] = {}
+        #: Roots of the inputs failed since the last prepare.
+        self._failed_roots: list[int] = []
+        self._basic = isinstance(self.bolt, BasicBolt)
+        if self._basic:
+            self._basic_collector = BasicOutputCollector(collector)
+            self.bolt.prepare(conf, context)  # type: ignore[call-arg]
+        else:
+            self.bolt.prepare(conf, context, TrackingCollector(collector, self))  # type: ignore[arg-type, call-arg]
+
+    def cleanup(self) -> None:
+        """Clean the bolt up, then close the records' store."""
+        try:
+            self.bolt.cleanup()
+        finally:
+            records = getattr(self, "_records", None)
+            if records is not None:
+                records.close()
+
+    # -- tuples -----------------------------------------------------------------------
+
+    def execute(self, tup: Tuple) -> None:
+        """A checkpoint tuple is aligned and acted on; a data tuple is executed, or held
+        back while the task is not ready for it."""
+        if tup._info.stream_id == CHECKPOINT_STREAM:
+            self._checkpoint(tup)
+        elif self._waits(tup):
+            self._alignment.hold(tup)
+        else:
+            self._run(tup)
+
+    def _waits(self, tup: Tuple) -> bool:
+        return self._alignment.blocks(tup)
+
+    def _run(self, tup: Tuple) -> None:
+        """Execute ``tup`` in the bolt (exceptions propagate to the engine, which fails
+        the tuple)."""
+        tracked = tup._roots is not None
+        if self._basic:
+            basic = self._basic_collector
+            basic.input = tup
+            try:
+                self.bolt.execute(tup, basic)  # type: ignore[call-arg]
+            except Exception:
+                if tracked:
+                    self._failed_roots.extend(tup._roots[::2])  # type: ignore[index]
+                raise
+            finally:
+                basic.input = None
+            self.acked(tup)
+            return
+        if tracked:
+            self._unacked[id(tup)] = tup
+        try:
+            self.bolt.execute(tup)  # type: ignore[call-arg]
+        except Exception:
+            if tracked and self._unacked.pop(id(tup), None) is not None:
+                self._failed_roots.extend(tup._roots[::2])  # type: ignore[index]
+            raise
+
+    def _run_released(self, tup: Tuple) -> None:
+        """Execute a tuple that was held back, handling its failure as the engine does
+        for any tuple."""
+        if self._waits(tup):
+            self._alignment.hold(tup)
+            return
+        try:
+            self._run(tup)
+        except Exception as error:
+            self._out.fail(tup)
+            if not isinstance(error, FailedException) or isinstance(error, ReportedFailedException):
+                self._stats.record_error(error)
+
+    def acked(self, tup: Tuple) -> None:
+        """The bolt acked ``tup``."""
+        self._unacked.pop(id(tup), None)
+        self._out.ack(tup)
+
+    def failed(self, tup: Tuple) -> None:
+        """The bolt failed ``tup`` (the caller fails it in the engine)."""
+        if self._unacked.pop(id(tup), None) is not None or self._basic:
+            roots = tup._roots
+            if roots:
+                self._failed_roots.extend(roots[::2])
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def _checkpoint(self, tup: Tuple) -> None:
+        alignment = self._alignment
+        if alignment.starts_round(tup):
+            for held in alignment.release():
+                self._run_released(held)
+        action = Action(tup[1])
+        complete, abandoned = alignment.arrive(tup, holds=action is Action.PREPARE)
+        out = self._out
+        for old in abandoned:
+            out.ack(old)
+        if not complete:
+            return
+        txid, seq = tup[0], tup[2]
+        try:
+            self.act(txid, action)
+        except Exception as error:
+            self._stats.record_error(error)
+            for received in complete:
+                out.fail(received)
+        else:
+            out.emit([txid, action.value, seq], complete, CHECKPOINT_STREAM)
+            for received in complete:
+                out.ack(received)
+        for held in alignment.release():
+            self._run_released(held)
+
+    def act(self, txid: int, action: Action) -> None:
+        """Do ``action`` for transaction ``txid`` (every sender's checkpoint tuple has
+        arrived).
+
+        Raises:
+            Exception: the action could not be done (the checkpoint tuples are failed:
+                a prepare is rolled back, anything else sent again).
+        """
+        records = self._records
+        if action is Action.PREPARE:
+            bolt = self.bolt
+            if implements(bolt, SettlesBeforeCheckpoint):
+                bolt.settle_before_checkpoint()
+            excluded = list(self._failed_roots)
+            for held in self._unacked.values():
+                excluded.extend(held._roots[::2])  # type: ignore[index]
+            records.put(EXCLUDED_KEY, [txid, excluded])
+            records.prepare_commit(txid)
+            self._failed_roots = []
+        elif action is Action.COMMIT:
+            records.commit(txid)
+        elif action is Action.ROLLBACK:
+            records.rollback()
+
+
+class StatefulBoltExecutor(CheckpointedBolt):
+    """Runs a :class:`~squall.state.bolt.StatefulBolt`: its state follows the checkpoint
+    actions, its inputs' acks wait for the commit, and it executes nothing before
+    ``init_state``.
+
+    Args:
+        bolt: the user's stateful bolt.
+    """
+
+    bolt: StatefulBolt
+
+    def __init__(self, bolt: StatefulBolt) -> None:
+        super().__init__(bolt)
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        """Prepare the bolt and open its state (``init_state`` comes with the first
+        ``INITSTATE`` checkpoint)."""
+        #: Acked by the bolt since the last prepare, and acked before it (not committed).
+        self._acked: list[Tuple] = []
+        self._prepared: list[Tuple] = []
+        self._initialized = False
+        super().prepare(conf, context, collector)
+        self.state: BufferedKeyValueState = self._provider.make_state(
+            state_namespace(context.component_id, context.task_index),
+            f"StatefulBolt {context.component_id!r} task {context.task_index}",
+        )
+
+    def cleanup(self) -> None:
+        """Clean the bolt up, then close its state's store."""
+        try:
+            super().cleanup()
+        finally:
+            state = getattr(self, "state", None)
+            if state is not None:
+                state.close()
+
+    def _waits(self, tup: Tuple) -> bool:
+        return not self._initialized or self._alignment.blocks(tup)
+
+    def acked(self, tup: Tuple) -> None:
+        """The bolt acked ``tup``: the ack waits for the commit."""
+        self._unacked.pop(id(tup), None)
+        out = self._out
+        if tup is out.sample_tuple:  # its process latency ends now, not at the commit
+            self._stats.process_secs += perf_counter() - out.sample_start
+            self._stats.process_count += 1
+            out.sample_tuple = None
+        self._acked.append(tup)
+
+    def act(self, txid: int, action: Action) -> None:
+        """The checkpoint action on the bolt's state, then on its records."""
+        bolt, state, out = self.bolt, self.state, self._out
+        if action is Action.PREPARE:
+            bolt.pre_prepare(txid)
+            state.prepare_commit(txid)
+            super().act(txid, action)
+            self._prepared.extend(self._acked)
+            self._acked = []
+        elif action is Action.COMMIT:
+            bolt.pre_commit(txid)
+            state.commit(txid)
+            super().act(txid, action)
+            prepared, self._prepared = self._prepared, []
+            for tup in prepared:
+                out.ack(tup)
+        elif action is Action.ROLLBACK:
+            bolt.pre_rollback()
+            state.rollback()
+            super().act(txid, action)
+            undone = self._prepared + self._acked
+            self._prepared, self._acked = [], []
+            for tup in undone:
+                out.fail(tup)
+        elif action is Action.INITSTATE and not self._initialized:
+            bolt.init_state(state)
+            self._initialized = True
