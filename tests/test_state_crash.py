@@ -1,0 +1,85 @@
+"""Stateful bolts across crashes: a child process running a stateful word count over
+files is killed with SIGKILL at random points, again and again, then the topology runs
+to the end; the committed counts are exact (state exactly-once)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from squall import LocalCluster
+from squall.connectors.files import ProgressStore
+from tests.helpers import wait_until
+from tests.state_topologies import NAME, committed_counts, conf, topology
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = [f"w{n:02d}" for n in range(40)]
+
+
+def start_child(data: Path, state: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.state_topologies", str(data), str(state)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def write_files(data: Path, rng: random.Random) -> Counter[str]:
+    """Six files of 250 lines of 1-6 words; the words' counts."""
+    data.mkdir()
+    expected: Counter[str] = Counter()
+    for number in range(6):
+        lines = []
+        for _ in range(250):
+            words = [rng.choice(WORDS) for _ in range(rng.randint(1, 6))]
+            expected.update(words)
+            lines.append(" ".join(words) + "\n")
+        (data / f"part-{number}.txt").write_text("".join(lines))
+    return expected
+
+
+def all_done(data: Path, files: int) -> bool:
+    records = ProgressStore(str(data)).read_all()
+    return len(records) == files and all(record.done for record in records.values())
+
+
+def test_a_stateful_word_count_killed_again_and_again_ends_with_exact_counts(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(int(os.environ.get("STATE_CRASH_SEED", "1515")))
+    data, state = tmp_path / "data", tmp_path / "state"
+    expected = write_files(data, rng)
+    committed = 0
+    for _ in range(4):
+        child = start_child(data, state)
+
+        def progressed(child: subprocess.Popen[bytes] = child, before: int = committed) -> bool:
+            return (
+                sum(committed_counts(str(state)).values()) > before
+                or child.poll() is not None
+                or all_done(data, 6)
+            )
+
+        try:
+            # Kill once the run has committed something more, at a random point after.
+            wait_until(progressed, timeout=60.0, interval=0.01)
+            assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            wait_until(lambda: rng.random() < 0.05, timeout=5.0, interval=0.005)
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        committed = sum(committed_counts(str(state)).values())
+        assert committed <= sum(expected.values())
+    with LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf(str(state)), topology(str(data)))
+        wait_until(lambda: all_done(data, 6), timeout=60.0)
+        cluster.kill_topology(NAME)
+    assert committed_counts(str(state)) == dict(expected)
