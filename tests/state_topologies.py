@@ -7,6 +7,8 @@ count below on LocalCluster until killed.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from typing import Any
@@ -15,7 +17,7 @@ from squall import BasicBolt, Config, LocalCluster, StatefulBolt, TopologyBuilde
 from squall.connectors.files import FileSpout
 from squall.model.topology import StormTopology
 from squall.state import KeyValueState
-from squall.state.codec import decode
+from squall.state.codec import decode, encode
 from squall.state.executors import state_namespace
 from squall.state.providers import provider_for
 
@@ -54,6 +56,36 @@ class CountWords(StatefulBolt):
         self.collector.ack(tup)
 
 
+class CrashingCountWords(CountWords):
+    """Counts as :class:`CountWords`; its task 0 kills its own process at one point of
+    the checkpoint protocol, named by ``crash_at``:
+
+    * ``"commit"``: in ``pre_commit`` of transaction 3 (every bolt has prepared it,
+      some may have committed it);
+    * ``"rollback"``: ``pre_prepare`` of transaction 3 raises (the prepare fails), then
+      ``pre_rollback`` kills the process (the rollback is half done).
+    """
+
+    def __init__(self, crash_at: str) -> None:
+        self.crash_at = crash_at
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.armed = context.task_index == 0
+
+    def pre_prepare(self, txid: int) -> None:
+        if self.armed and self.crash_at == "rollback" and txid == 3:
+            raise RuntimeError("prepare of transaction 3 fails")
+
+    def pre_commit(self, txid: int) -> None:
+        if self.armed and self.crash_at == "commit" and txid == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def pre_rollback(self) -> None:
+        if self.armed and self.crash_at == "rollback":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
 def conf(state_directory: str) -> Config:
     """Durable SQLite state, frequent checkpoints, few trees in flight."""
     settings = Config().set_max_spout_pending(64).set_num_workers(2)
@@ -63,12 +95,14 @@ def conf(state_directory: str) -> Config:
     return settings
 
 
-def topology(data_directory: str) -> StormTopology:
-    """files -> split (2 tasks) -> count (fields on word, COUNTERS tasks)."""
+def topology(data_directory: str, crash_at: str | None = None) -> StormTopology:
+    """files -> split (2 tasks) -> count (fields on word, COUNTERS tasks); the count
+    bolt kills its process at ``crash_at`` (see :class:`CrashingCountWords`)."""
     builder = TopologyBuilder()
     builder.set_spout("lines", FileSpout(data_directory, "*.txt"), 1)
     builder.set_bolt("split", SplitLine(), 2).shuffle_grouping("lines")
-    builder.set_bolt("count", CountWords(), COUNTERS).fields_grouping("split", ["word"])
+    counter = CountWords() if crash_at is None else CrashingCountWords(crash_at)
+    builder.set_bolt("count", counter, COUNTERS).fields_grouping("split", ["word"])
     return builder.create_topology()
 
 
@@ -85,10 +119,25 @@ def committed_counts(state_directory: str) -> dict[str, int]:
     return merged
 
 
+def checkpoint_record(state_directory: str) -> list[Any] | None:
+    """The checkpoint spout's committed record, ``[txid, phase]``."""
+    provider = provider_for(conf(state_directory), NAME)
+    store = provider.make_store("$checkpointspout")
+    try:
+        raw = store.get(encode("record"))
+    finally:
+        store.close()
+    return None if raw is None else decode(raw)
+
+
 def main(arguments: list[str]) -> None:
-    data_directory, state_directory = arguments
+    data_directory, state_directory, *crash_at = arguments
     with LocalCluster() as cluster:
-        cluster.submit_topology(NAME, conf(state_directory), topology(data_directory))
+        cluster.submit_topology(
+            NAME,
+            conf(state_directory),
+            topology(data_directory, crash_at[0] if crash_at else None),
+        )
         while True:
             time.sleep(1)
 

@@ -12,18 +12,20 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from squall import LocalCluster
 from squall.connectors.files import ProgressStore
 from tests.helpers import wait_until
-from tests.state_topologies import NAME, committed_counts, conf, topology
+from tests.state_topologies import NAME, checkpoint_record, committed_counts, conf, topology
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = [f"w{n:02d}" for n in range(40)]
 
 
-def start_child(data: Path, state: Path) -> subprocess.Popen[bytes]:
+def start_child(data: Path, state: Path, *crash_at: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.state_topologies", str(data), str(state)],
+        [sys.executable, "-m", "tests.state_topologies", str(data), str(state), *crash_at],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
@@ -54,7 +56,7 @@ def all_done(data: Path, files: int) -> bool:
 def test_a_stateful_word_count_killed_again_and_again_ends_with_exact_counts(
     tmp_path: Path,
 ) -> None:
-    rng = random.Random(int(os.environ.get("STATE_CRASH_SEED", "1515")))
+    rng = random.Random(1515)
     data, state = tmp_path / "data", tmp_path / "state"
     expected = write_files(data, rng)
     committed = 0
@@ -83,3 +85,35 @@ def test_a_stateful_word_count_killed_again_and_again_ends_with_exact_counts(
         wait_until(lambda: all_done(data, 6), timeout=60.0)
         cluster.kill_topology(NAME)
     assert committed_counts(str(state)) == dict(expected)
+
+
+def run_to_the_end(data: Path, state: Path) -> None:
+    with LocalCluster() as cluster:
+        cluster.submit_topology(NAME, conf(str(state)), topology(str(data)))
+        wait_until(lambda: all_done(data, 6), timeout=60.0)
+        cluster.kill_topology(NAME)
+
+
+@pytest.mark.parametrize(
+    ("crash_at", "left"),
+    [
+        ("commit", [3, "COMMITTING"]),  # prepared everywhere: the restart commits it
+        ("rollback", [3, "PREPARING"]),  # the prepare failed: the restart rolls it back
+    ],
+)
+def test_a_crash_inside_the_protocol_is_settled_by_the_restart(
+    tmp_path: Path, crash_at: str, left: list[object]
+) -> None:
+    data, state = tmp_path / "data", tmp_path / "state"
+    expected = write_files(data, random.Random(crash_at))
+    child = start_child(data, state, crash_at)
+    try:
+        assert child.wait(timeout=60) == -signal.SIGKILL, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert checkpoint_record(str(state)) == left
+    run_to_the_end(data, state)
+    assert committed_counts(str(state)) == dict(expected)
+    txid, phase = checkpoint_record(str(state))  # type: ignore[misc]
+    assert phase == "COMMITTED" and txid >= 3
