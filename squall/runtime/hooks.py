@@ -156,6 +156,20 @@ class SettlesBatch(Protocol):
 
 
 @runtime_checkable
+class BeginsBatch(Protocol):
+    """A core bolt that needs to know the micro-batch it is about to run (a stateful
+    bolt whose transactions are the batches).
+
+    Called by the Spark engine only, in the executor process, before the task executes
+    a micro-batch's tuples (after a replayed batch's restore).
+    """
+
+    def begin_batch(self, batch_id: int) -> None:
+        """Batch ``batch_id`` is about to run on this task."""
+        ...
+
+
+@runtime_checkable
 class ReportsMetrics(Protocol):
     """A component with counters of its own, reported with the topology's metrics.
 

@@ -48,27 +48,48 @@ def checkpoint_interval_ms(conf: dict[str, Any]) -> float:
     return float(DEFAULT_INTERVAL_MS if value is None else value)
 
 
-def check_checkpointing(topology: StormTopology, conf: dict[str, Any]) -> None:
-    """Refuse a topology with stateful bolts that cannot checkpoint.
+def check_stateful(topology: StormTopology, conf: dict[str, Any]) -> None:
+    """What every engine checks of a topology with stateful bolts (nothing without).
 
     Raises:
-        InvalidTopologyError: acking is off, the interval is not below the message
-            timeout, the topology has a cycle or transactional/Trident components, or
-            the state provider's settings are wrong.
+        InvalidTopologyError: acking is off, the topology holds transactional or Trident
+            components, or the state provider's settings are wrong; the message names
+            the stateful bolts.
     """
     from squall.state.providers import check_provider
 
     stateful = stateful_bolts(topology)
     if not stateful:
         return
-    named = ", ".join(repr(name) for name in stateful)
-    prefix = f"stateful bolt(s) {named}"
+    prefix = _prefix(stateful)
     if acker_count(conf) == 0:
         raise InvalidTopologyError(
             f"{prefix}: a topology with stateful bolts needs acking (its checkpoints are "
             "tracked tuples, and inputs are acked once their state is committed): set "
             "topology.acker.executors above 0"
         )
+    if topology.batch_ir is not None:
+        raise InvalidTopologyError(
+            f"{prefix}: stateful bolts cannot be mixed with transactional or Trident "
+            "components in one topology"
+        )
+    problem = check_provider(conf, str(conf.get(Config.TOPOLOGY_NAME, "")))
+    if problem is not None:
+        raise InvalidTopologyError(f"{prefix}: {problem}")
+
+
+def check_checkpointing(topology: StormTopology, conf: dict[str, Any]) -> None:
+    """Refuse a topology with stateful bolts that the local engine cannot checkpoint.
+
+    Raises:
+        InvalidTopologyError: any :func:`check_stateful` problem, the interval is not
+            a positive number below the message timeout, or the topology has a cycle.
+    """
+    check_stateful(topology, conf)
+    stateful = stateful_bolts(topology)
+    if not stateful:
+        return
+    prefix = _prefix(stateful)
     interval = conf.get(Config.TOPOLOGY_STATE_CHECKPOINT_INTERVAL, DEFAULT_INTERVAL_MS)
     if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
         raise InvalidTopologyError(
@@ -88,14 +109,10 @@ def check_checkpointing(topology: StormTopology, conf: dict[str, Any]) -> None:
             f"{prefix}: a topology with stateful bolts must not have cycles (checkpoints "
             f"flow from the spouts down); cycle: {' -> '.join(cycle)}"
         )
-    if topology.batch_ir is not None:
-        raise InvalidTopologyError(
-            f"{prefix}: stateful bolts cannot be mixed with transactional or Trident "
-            "components in one topology"
-        )
-    problem = check_provider(conf, str(conf.get(Config.TOPOLOGY_NAME, "")))
-    if problem is not None:
-        raise InvalidTopologyError(f"{prefix}: {problem}")
+
+
+def _prefix(stateful: list[str]) -> str:
+    return f"stateful bolt(s) {', '.join(repr(name) for name in stateful)}"
 
 
 def with_checkpointing(topology: StormTopology, conf: dict[str, Any]) -> StormTopology:

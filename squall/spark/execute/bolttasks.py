@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
+from squall.runtime.hooks import BeginsBatch, ReportsMetrics, SettlesBatch, implements
 from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
@@ -150,6 +150,8 @@ class LiveBolt:
         streams = {s: (r.emitted, r.transferred) for s, r in self.routes.items()}
         busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
+        if implements(runner.component, BeginsBatch):
+            runner.component.begin_batch(batch_id)
         inbox = runner.inbox
         for chunk in chunks:
             inbox.extend(chunk)

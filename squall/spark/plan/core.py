@@ -20,6 +20,8 @@ from squall.model.tuple import StreamInfo
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.system import acker_count, system_topology, validate_submission
 from squall.spark.plan.pickling import check_picklable
+from squall.state.micro_batches import with_micro_batch_state
+from squall.state.wiring import check_stateful
 
 #: The task id that stands for the ackers on Spark: what tasks send to it (acks, fails)
 #: is the XOR ledger of the micro-batch, collected at its end.
@@ -116,6 +118,8 @@ def core_plan(name: str, topology: StormTopology, conf: dict[str, Any]) -> CoreP
             "run cyclic topologies on LocalCluster"
         )
     validate_submission(topology, conf)
+    check_stateful(topology, conf)
+    topology = with_micro_batch_state(topology)
     for spec in topology:
         check_picklable(spec.component, spec.component_id)
     system = system_topology(topology, conf)

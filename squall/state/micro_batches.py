@@ -1,0 +1,143 @@
+"""``MicroBatchStatefulBolt``: a stateful bolt on an engine whose micro-batches are its
+transactions (the Spark engine), where no checkpoint spout is needed.
+
+The engine snapshots every bolt task after each micro-batch and restores the snapshot
+before a replayed batch, and it acks a batch's trees only once the batch has committed.
+So the state's transactions follow the batches, with the batch id as txid:
+
+* ``memory`` provider: the state lives in the task, so in its snapshot; it is prepared
+  and committed at the end of each batch (the snapshot is what makes it durable).
+* durable providers (``sqlite``, ``redis``, ``postgres``): at the end of batch ``b`` the
+  changes are *prepared* in the provider as transaction ``b``; at the start of the next
+  batch they are committed (the engine has committed ``b``: it starts a batch only then)
+  or, when ``b`` itself runs again, rolled back. The provider therefore never holds the
+  effect of a batch that will be replayed, and the snapshot holds only the batch's
+  changes, not the whole state. While the query is stopped, the provider's committed
+  state lags its last batch, which the next run (same checkpoint or a new query)
+  commits before anything else.
+
+Runs on the executor's Python worker that hosts the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.model.components import Bolt
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.tuple import Tuple
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
+from squall.state.base import BufferedKeyValueState
+from squall.state.bolt import StatefulBolt
+from squall.state.executors import state_namespace
+
+
+class MicroBatchStatefulBolt(Bolt, ReportsMetrics):
+    """Runs a :class:`~squall.state.bolt.StatefulBolt` whose transactions are the
+    engine's micro-batches (see the module docstring).
+
+    Args:
+        bolt: the user's stateful bolt.
+    """
+
+    def __init__(self, bolt: StatefulBolt) -> None:
+        self.bolt = bolt
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The bolt's streams."""
+        self.bolt.declare_output_fields(declarer)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        """The bolt's."""
+        return self.bolt.get_component_configuration()
+
+    def metrics(self) -> dict[str, float]:
+        """The bolt's own metrics, if it has any."""
+        bolt = self.bolt
+        return dict(bolt.metrics()) if implements(bolt, ReportsMetrics) else {}
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        """Prepare the bolt, open its state and hand it to ``init_state``. A transaction
+        an earlier query left prepared (its last batch) is committed before the first
+        batch, unless the task is restored from a snapshot, which settles it."""
+        from squall.state.providers import provider_for
+
+        provider = provider_for(conf, context.topology_name)
+        self._durable = provider.durable
+        self.bolt.prepare(conf, context, collector)
+        self.state: BufferedKeyValueState = provider.make_state(
+            state_namespace(context.component_id, context.task_index),
+            f"StatefulBolt {context.component_id!r} task {context.task_index}",
+        )
+        #: The batch running now, and the one whose changes are prepared, not committed.
+        self._batch = 0
+        self._prepared_batch: int | None = None
+        #: Prepared, not restored from a snapshot, and no batch run yet.
+        self._fresh = True
+        self.bolt.init_state(self.state)
+
+    def begin_batch(self, batch_id: int) -> None:
+        """Before the tuples of ``batch_id``: commit the batch before it, or roll back
+        a first attempt of this one."""
+        if self._fresh:
+            self._fresh = False
+            left = self.state.store.prepared()
+            if left is not None:  # the last batch of an earlier query: keep its effect
+                self.state.commit(left[0])
+        prepared = self._prepared_batch
+        if prepared is not None:
+            if prepared < batch_id:
+                self.state.commit(prepared)
+            else:
+                self.state.rollback()
+            self._prepared_batch = None
+        self._batch = batch_id
+
+    def execute(self, tup: Tuple) -> None:
+        """The bolt's ``execute``."""
+        self.bolt.execute(tup)
+
+    def settle_batch(self) -> None:
+        """After the batch's tuples: settle the bolt's own holdings, then prepare the
+        state (and commit it, for the memory provider)."""
+        bolt = self.bolt
+        if implements(bolt, SettlesBatch):
+            bolt.settle_batch()
+        self.state.prepare_commit(self._batch)
+        if self._durable:
+            self._prepared_batch = self._batch
+        else:
+            self.state.commit(self._batch)
+
+    def cleanup(self) -> None:
+        """Clean the bolt up and close its state's store (prepared changes stay for the
+        next run to settle)."""
+        try:
+            self.bolt.cleanup()
+        finally:
+            state = getattr(self, "state", None)
+            if state is not None:
+                state.close()
+
+
+def with_micro_batch_state(topology: Any) -> Any:
+    """``topology`` with each stateful bolt wrapped in :class:`MicroBatchStatefulBolt`
+    (``topology`` itself when it has none)."""
+    from squall.model.topology import StormTopology
+
+    specs = list(topology)
+    if not any(isinstance(spec.component, StatefulBolt) for spec in specs):
+        return topology
+    components = {}
+    for spec in specs:
+        copy = spec.copy()
+        if isinstance(spec.component, StatefulBolt):
+            copy.component = MicroBatchStatefulBolt(spec.component)
+        components[copy.component_id] = copy
+    result = StormTopology(components)
+    result.batch_ir = topology.batch_ir
+    return result
