@@ -25,8 +25,6 @@ ACK_ACK_STREAM = "__ack_ack"
 ACK_FAIL_STREAM = "__ack_fail"
 ACK_RESET_TIMEOUT_STREAM = "__ack_reset_timeout"
 
-_VALUE, _SPOUT_TASK, _GENERATION, _FAILED = 0, 1, 2, 3
-
 
 class AckerBolt(Bolt):
     """Tracks pending tuple trees by root id; tells the spout task when one completes.
@@ -53,61 +51,63 @@ class AckerBolt(Bolt):
 
     def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
         self.collector = collector
-        #: root id -> [ack value, spout task or None, generation, failed]
-        self.pending: dict[int, list[Any]] = {}
+        #: root id -> (ack value, spout task or None, generation, failed). Tuples, which
+        #: the garbage collector stops tracking: a topology may have hundreds of
+        #: thousands of trees in flight (one with stateful bolts holds acks until its
+        #: commit), and lists would make every collection walk them.
+        self.pending: dict[int, tuple[int, int | None, int, bool]] = {}
         self.generation = 0
 
     def execute(self, tup: Tuple) -> None:
         stream = tup._info.stream_id
         values = tup.values
         pending = self.pending
-        if stream == ACK_INIT_STREAM:
-            root = values[0]
+        root = values[0]
+        if stream == ACK_ACK_STREAM:
             entry = pending.get(root)
             if entry is None:
-                entry = pending[root] = [values[1], values[2], self.generation, False]
-            else:
-                entry[_VALUE] ^= values[1]
-                entry[_SPOUT_TASK] = values[2]
-        elif stream == ACK_ACK_STREAM:
-            root = values[0]
-            entry = pending.get(root)
-            if entry is None:
-                pending[root] = [values[1], None, self.generation, False]
+                pending[root] = (values[1], None, self.generation, False)
                 return
-            entry[_VALUE] ^= values[1]
-        elif stream == ACK_FAIL_STREAM:
-            root = values[0]
+            value, spout_task, generation, failed = entry
+            value ^= values[1]
+        elif stream == ACK_INIT_STREAM:
             entry = pending.get(root)
             if entry is None:
-                entry = pending[root] = [0, None, self.generation, True]
-            entry[_FAILED] = True
+                value, spout_task, generation, failed = values[1], values[2], self.generation, False
+            else:
+                value, _, generation, failed = entry
+                value ^= values[1]
+                spout_task = values[2]
+        elif stream == ACK_FAIL_STREAM:
+            entry = pending.get(root)
+            if entry is None:
+                value, spout_task, generation = 0, None, self.generation
+            else:
+                value, spout_task, generation, _ = entry
+            failed = True
         elif stream == ACK_RESET_TIMEOUT_STREAM:
-            root = values[0]
             entry = pending.pop(root, None)
             if entry is None:
                 return
-            entry[_GENERATION] = self.generation
-            pending[root] = entry
-            if entry[_SPOUT_TASK] is not None:
-                self.collector.emit_direct(
-                    entry[_SPOUT_TASK], [root], stream=ACK_RESET_TIMEOUT_STREAM
-                )
+            pending[root] = (entry[0], entry[1], self.generation, entry[3])
+            if entry[1] is not None:
+                self.collector.emit_direct(entry[1], [root], stream=ACK_RESET_TIMEOUT_STREAM)
             return
         elif is_tick_tuple(tup):
             self._expire()
             return
         else:
             return
-        spout_task = entry[_SPOUT_TASK]
         if spout_task is None:
-            return
-        if entry[_FAILED]:
-            del pending[root]
+            pending[root] = (value, spout_task, generation, failed)
+        elif failed:
+            pending.pop(root, None)
             self.collector.emit_direct(spout_task, [root], stream=ACK_FAIL_STREAM)
-        elif entry[_VALUE] == 0:
-            del pending[root]
+        elif value == 0:
+            pending.pop(root, None)
             self.collector.emit_direct(spout_task, [root], stream=ACK_ACK_STREAM)
+        else:
+            pending[root] = (value, spout_task, generation, failed)
 
     def _expire(self) -> None:
         self.generation += 1
@@ -115,7 +115,7 @@ class AckerBolt(Bolt):
         pending = self.pending
         expired = []
         for root, entry in pending.items():
-            if entry[_GENERATION] >= oldest_kept:
+            if entry[2] >= oldest_kept:  # its generation
                 break
             expired.append(root)
         for root in expired:

@@ -12,7 +12,7 @@ same values with far fewer messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from random import getrandbits
@@ -381,6 +381,19 @@ class OutputCollector(_Emitter):
         if tup is self.sample_tuple:
             self.sample_tuple = None
 
+    def fail_trees(self, roots: Iterable[int]) -> None:
+        """Fail the trees of ``roots`` (their spout tuples' ``fail`` is called), as
+        failing a tuple of each would."""
+        for root in roots:
+            self._send_system(ACK_FAIL_STREAM, root)
+
+    def ack_values(self, values: dict[int, int]) -> None:
+        """Add acks combined beforehand, root id -> the XOR of the acked tuples' edge
+        ids and ack values (what ``ack`` would have added, one tuple at a time)."""
+        pending = self.pending_acks
+        for root, value in values.items():
+            pending[root] = pending.get(root, 0) ^ value
+
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of every tree ``tup`` belongs to (long work)."""
         roots = tup._roots
@@ -431,15 +444,17 @@ class BasicOutputCollector:
 class SpoutOutputCollector(_Emitter):
     """A spout's collector: emit tuples, tracked when given a ``msg_id``.
 
-    The engine's spout executor owns ``pending`` (root id -> ``[msg_id, start_ms]``,
+    The engine's spout executor owns ``pending`` (root id -> ``(msg_id, start_ms)``,
     oldest first) and ``completed`` (msg ids to ack right away: untracked emits when acking
-    is off, and emits that reached no task).
+    is off, and emits that reached no task). Entries are tuples, not lists: the garbage
+    collector stops tracking a tuple of plain values, and a spout may have hundreds of
+    thousands of trees in flight (a stateful topology holds acks until its commit).
     """
 
     def __init__(self, wiring: TaskWiring, clock: Clock) -> None:
         super().__init__(wiring)
         self._clock = clock
-        self.pending: dict[int, list[Any]] = {}
+        self.pending: dict[int, tuple[Any, float]] = {}
         self.completed: list[Any] = []
         #: Emits so far (the executor compares it to see whether next_tuple emitted).
         self.emit_count = 0
@@ -501,7 +516,7 @@ class SpoutOutputCollector(_Emitter):
                 edge = getrandbits(64)
                 ack_val ^= edge
                 outboxes[target].append(Tuple(values, info, source, (root, edge)))
-            self.pending[root] = [msg_id, self._clock.now_ms()]
+            self.pending[root] = (msg_id, self._clock.now_ms())
             buffer = self._ack_buffer
             buffer.inits[root] = source
             acks = buffer.acks

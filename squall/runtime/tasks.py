@@ -371,8 +371,7 @@ class SpoutRunner(TaskRunner):
             if stream == ACK_RESET_TIMEOUT_STREAM:
                 entry = pending.pop(root, None)
                 if entry is not None:
-                    entry[1] = now_ms
-                    pending[root] = entry
+                    pending[root] = (entry[0], now_ms)
                 continue
             entry = pending.pop(root, None)
             if entry is None:  # already timed out: Storm ignores a late ack or fail

@@ -95,6 +95,8 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+#: Not in a dict (a sentinel of this module only, never stored).
+_ABSENT: Any = object()
 
 
 class StateStore(ABC):
@@ -176,9 +178,8 @@ class BufferedKeyValueState(KeyValueState):
         self._pending[key] = value
 
     def get(self, key: Any, default: Any = None) -> Any:
-        pending = self._pending
-        if key in pending:
-            value = pending[key]
+        value = self._pending.get(key, _ABSENT)
+        if value is not _ABSENT:
             return default if value is _MISSING else value
         encoded_key = self._encode_key(key)
         if encoded_key in self._prepared:

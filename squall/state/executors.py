@@ -146,8 +146,13 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         self._records: BufferedKeyValueState = self._provider.make_state(
             checkpoint_namespace(context.component_id, context.task_index), self._label
         )
-        #: Inputs executed and neither acked nor failed: id -> tuple (tracked ones).
+        #: Tracked inputs whose execute returned without an ack or fail: id -> tuple.
         self._unacked: dict[int, Tuple] = {}
+        #: The input being executed, and whether the bolt acked or failed it already.
+        self._current: Tuple | None = None
+        self._settled = False
+        #: Whether data tuples may be executed (a stateful bolt: after init_state).
+        self._ready = True
         #: Roots of the inputs failed since the last prepare.
         self._failed_roots: list[int] = []
         self._basic = isinstance(self.bolt, BasicBolt)
@@ -173,39 +178,47 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         back while the task is not ready for it."""
         if tup._info.stream_id == CHECKPOINT_STREAM:
             self._checkpoint(tup)
-        elif self._waits(tup):
-            self._alignment.hold(tup)
-        else:
-            self._run(tup)
+            return
+        alignment = self._alignment
+        if not self._ready or (alignment.holding and tup.source_task in alignment.arrived):
+            alignment.held.append(tup)
+            return
+        self._run(tup)
 
     def _waits(self, tup: Tuple) -> bool:
-        return self._alignment.blocks(tup)
+        alignment = self._alignment
+        return not self._ready or (alignment.holding and tup.source_task in alignment.arrived)
 
     def _run(self, tup: Tuple) -> None:
         """Execute ``tup`` in the bolt (exceptions propagate to the engine, which fails
         the tuple)."""
-        tracked = tup._roots is not None
         if self._basic:
             basic = self._basic_collector
             basic.input = tup
             try:
                 self.bolt.execute(tup, basic)  # type: ignore[call-arg]
             except Exception:
-                if tracked:
-                    self._failed_roots.extend(tup._roots[::2])  # type: ignore[index]
+                roots = tup._roots
+                if roots:
+                    self._failed_roots.extend(roots[::2])
                 raise
             finally:
                 basic.input = None
-            self.acked(tup)
+            self._out.ack(tup)
             return
-        if tracked:
-            self._unacked[id(tup)] = tup
+        self._current = tup
+        self._settled = False
         try:
             self.bolt.execute(tup)  # type: ignore[call-arg]
         except Exception:
-            if tracked and self._unacked.pop(id(tup), None) is not None:
-                self._failed_roots.extend(tup._roots[::2])  # type: ignore[index]
+            roots = tup._roots
+            if not self._settled and roots:  # the engine fails it now
+                self._failed_roots.extend(roots[::2])
             raise
+        finally:
+            self._current = None
+        if not self._settled and tup._roots:  # held by the bolt for later
+            self._unacked[id(tup)] = tup
 
     def _run_released(self, tup: Tuple) -> None:
         """Execute a tuple that was held back, handling its failure as the engine does
@@ -222,15 +235,22 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
 
     def acked(self, tup: Tuple) -> None:
         """The bolt acked ``tup``."""
-        self._unacked.pop(id(tup), None)
+        if tup is self._current:
+            self._settled = True
+        elif self._unacked:
+            self._unacked.pop(id(tup), None)
         self._out.ack(tup)
 
     def failed(self, tup: Tuple) -> None:
-        """The bolt failed ``tup`` (the caller fails it in the engine)."""
-        if self._unacked.pop(id(tup), None) is not None or self._basic:
-            roots = tup._roots
-            if roots:
-                self._failed_roots.extend(roots[::2])
+        """The bolt failed ``tup`` (the caller fails it in the engine): its trees are
+        not vouched for at the next prepare."""
+        if tup is self._current:
+            self._settled = True
+        elif self._unacked:
+            self._unacked.pop(id(tup), None)
+        roots = tup._roots
+        if roots:
+            self._failed_roots.extend(roots[::2])
 
     # -- checkpoints ------------------------------------------------------------------
 
@@ -304,11 +324,16 @@ class StatefulBoltExecutor(CheckpointedBolt):
     ) -> None:
         """Prepare the bolt and open its state (``init_state`` comes with the first
         ``INITSTATE`` checkpoint)."""
-        #: Acked by the bolt since the last prepare, and acked before it (not committed).
-        self._acked: list[Tuple] = []
-        self._prepared: list[Tuple] = []
+        #: The acks held back, combined per root (root id -> XOR of the acked tuples'
+        #: edge ids and ack values): those since the last prepare, those before it.
+        #: Combined, they keep no tuple alive until the commit.
+        self._acked: dict[int, int] = {}
+        self._prepared: dict[int, int] = {}
+        self._acked_count = 0
+        self._prepared_count = 0
         self._initialized = False
         super().prepare(conf, context, collector)
+        self._ready = False  # until init_state
         self.state: BufferedKeyValueState = self._provider.make_state(
             state_namespace(context.component_id, context.task_index),
             f"StatefulBolt {context.component_id!r} task {context.task_index}",
@@ -323,18 +348,29 @@ class StatefulBoltExecutor(CheckpointedBolt):
             if state is not None:
                 state.close()
 
-    def _waits(self, tup: Tuple) -> bool:
-        return not self._initialized or self._alignment.blocks(tup)
-
     def acked(self, tup: Tuple) -> None:
         """The bolt acked ``tup``: the ack waits for the commit."""
-        self._unacked.pop(id(tup), None)
+        if tup is self._current:
+            self._settled = True
+        elif self._unacked:
+            self._unacked.pop(id(tup), None)
         out = self._out
         if tup is out.sample_tuple:  # its process latency ends now, not at the commit
             self._stats.process_secs += perf_counter() - out.sample_start
             self._stats.process_count += 1
             out.sample_tuple = None
-        self._acked.append(tup)
+        roots = tup._roots
+        if roots:
+            acked = self._acked
+            value = tup._ack_val
+            if len(roots) == 2:
+                root = roots[0]
+                acked[root] = acked.get(root, 0) ^ roots[1] ^ value
+            else:
+                for position in range(0, len(roots), 2):
+                    root = roots[position]
+                    acked[root] = acked.get(root, 0) ^ roots[position + 1] ^ value
+        self._acked_count += 1
 
     def act(self, txid: int, action: Action) -> None:
         """The checkpoint action on the bolt's state, then on its records."""
@@ -343,23 +379,27 @@ class StatefulBoltExecutor(CheckpointedBolt):
             bolt.pre_prepare(txid)
             state.prepare_commit(txid)
             super().act(txid, action)
-            self._prepared.extend(self._acked)
-            self._acked = []
+            prepared = self._prepared
+            for root, value in self._acked.items():
+                prepared[root] = prepared.get(root, 0) ^ value
+            self._prepared_count += self._acked_count
+            self._acked, self._acked_count = {}, 0
         elif action is Action.COMMIT:
             bolt.pre_commit(txid)
             state.commit(txid)
             super().act(txid, action)
-            prepared, self._prepared = self._prepared, []
-            for tup in prepared:
-                out.ack(tup)
+            out.ack_values(self._prepared)
+            self._stats.acked += self._prepared_count
+            self._prepared, self._prepared_count = {}, 0
         elif action is Action.ROLLBACK:
             bolt.pre_rollback()
             state.rollback()
             super().act(txid, action)
-            undone = self._prepared + self._acked
-            self._prepared, self._acked = [], []
-            for tup in undone:
-                out.fail(tup)
+            out.fail_trees(self._prepared.keys() | self._acked.keys())
+            self._stats.failed += self._prepared_count + self._acked_count
+            self._prepared, self._acked = {}, {}
+            self._prepared_count = self._acked_count = 0
         elif action is Action.INITSTATE and not self._initialized:
             bolt.init_state(state)
             self._initialized = True
+            self._ready = True

@@ -255,7 +255,7 @@ class WireSpoutOutputCollector(SpoutOutputCollector):
             edge = getrandbits(64)
             ack_val ^= edge
             row[target].add(values, (root, edge))
-        self.pending[root] = [msg_id, self._clock.now_ms()]
+        self.pending[root] = (msg_id, self._clock.now_ms())
         buffer = self._ack_buffer
         buffer.inits[root] = self._task_id
         buffer.acks[root] = buffer.acks.get(root, 0) ^ ack_val

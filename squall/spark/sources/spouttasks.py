@@ -50,7 +50,7 @@ class SpoutTaskSnapshot(NamedTuple):
     #: Its routers' state, or None if they cannot be pickled.
     routes: bytes | None
     #: Its tuple trees in flight: root id -> ``[message id, emit time]``.
-    pending: dict[int, list[Any]]
+    pending: dict[int, tuple[Any, float]]
 
 
 @dataclass
