@@ -34,6 +34,7 @@ from typing import Any
 
 from squall.model.topology import StormTopology
 from squall.runtime.acker import ACKER_COMPONENT
+from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.plan import TaskPlan
 from squall.runtime.routing import StreamRoute
 
@@ -212,11 +213,13 @@ def build_gates(
     gates: dict[int, OutputGate] = {}
     for component_id, task_ids in plan.component_tasks.items():
         targets = watched.get(component_id, [])
-        # Only the streams that reach a watched queue count towards the budget.
+        # Only the streams that reach a watched queue count towards the budget (not the
+        # checkpoint stream: a tuple a second).
         streams = {
             stream_id
             for stream_id in topology.get_component(component_id).streams
-            if any(
+            if stream_id != CHECKPOINT_STREAM
+            and any(
                 s in components[component_id]
                 for s, _ in topology.subscribers(component_id, stream_id)
             )

@@ -24,6 +24,11 @@ ACK_INIT_STREAM = "__ack_init"
 ACK_ACK_STREAM = "__ack_ack"
 ACK_FAIL_STREAM = "__ack_fail"
 ACK_RESET_TIMEOUT_STREAM = "__ack_reset_timeout"
+#: Many acks in one message, ``[{root: value}]`` (a stateful bolt's acks released at a
+#: commit), and the roots of the trees they completed, ``[[root, ...]]`` (direct to the
+#: spout task). Used only in topologies with stateful bolts.
+ACK_BULK_STREAM = "__ack_bulk"
+ACK_DONE_STREAM = "__ack_done"
 
 
 class AckerBolt(Bolt):
@@ -44,6 +49,7 @@ class AckerBolt(Bolt):
     """
 
     outputs = {
+        ACK_DONE_STREAM: ["ids"],
         ACK_ACK_STREAM: ["id"],
         ACK_FAIL_STREAM: ["id"],
         ACK_RESET_TIMEOUT_STREAM: ["id"],
@@ -93,6 +99,9 @@ class AckerBolt(Bolt):
             if entry[1] is not None:
                 self.collector.emit_direct(entry[1], [root], stream=ACK_RESET_TIMEOUT_STREAM)
             return
+        elif stream == ACK_BULK_STREAM:
+            self._bulk(values[0])
+            return
         elif is_tick_tuple(tup):
             self._expire()
             return
@@ -108,6 +117,34 @@ class AckerBolt(Bolt):
             self.collector.emit_direct(spout_task, [root], stream=ACK_ACK_STREAM)
         else:
             pending[root] = (value, spout_task, generation, failed)
+
+    def _bulk(self, acks: dict[int, int]) -> None:
+        """Apply many acks; tell each spout task in one message which trees completed."""
+        pending = self.pending
+        done: dict[int, list[int]] = {}
+        for root, acked in acks.items():
+            entry = pending.get(root)
+            if entry is None:
+                pending[root] = (acked, None, self.generation, False)
+                continue
+            value, spout_task, generation, failed = entry
+            value ^= acked
+            if spout_task is None:
+                pending[root] = (value, spout_task, generation, failed)
+            elif failed:
+                del pending[root]
+                self.collector.emit_direct(spout_task, [root], stream=ACK_FAIL_STREAM)
+            elif value == 0:
+                del pending[root]
+                roots = done.get(spout_task)
+                if roots is None:
+                    done[spout_task] = [root]
+                else:
+                    roots.append(root)
+            else:
+                pending[root] = (value, spout_task, generation, failed)
+        for spout_task, roots in done.items():
+            self.collector.emit_direct(spout_task, [roots], stream=ACK_DONE_STREAM)
 
     def _expire(self) -> None:
         self.generation += 1

@@ -4,7 +4,7 @@ the stream's name and the hook a spout task uses (implemented in
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from squall.model.tuple import Tuple
 
@@ -32,4 +32,31 @@ class SpoutCheckpointing(Protocol):
 
     def close(self) -> None:
         """Release the task's connection to the state provider."""
+        ...
+
+
+@runtime_checkable
+class BoltCheckpointing(Protocol):
+    """A bolt task's component that takes part in the checkpoint protocol (see
+    :mod:`squall.state.executors`), for which the runner keeps its basic-bolt fast path:
+    it executes the wrapped basic bolt itself and hands the component only what needs
+    it (checkpoint tuples, tuples while it holds some back, failures). Called on the
+    task's thread."""
+
+    #: The user's basic bolt the component runs, or None (the runner then calls the
+    #: component's own ``execute`` for every tuple).
+    basic_bolt: Any
+
+    @property
+    def holding(self) -> bool:
+        """Whether data tuples may have to wait (not ready yet, or a checkpoint is
+        being aligned): every tuple then goes to :meth:`take`."""
+        ...
+
+    def take(self, tup: Tuple) -> None:
+        """Handle a checkpoint tuple, or a data tuple while :attr:`holding`."""
+        ...
+
+    def failed(self, tup: Tuple) -> None:
+        """The engine failed ``tup`` (its execute raised)."""
         ...

@@ -23,6 +23,7 @@ from squall.model.fields import Fields
 from squall.model.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, SYSTEM_TASK_ID, StreamInfo, Tuple
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
+    ACK_BULK_STREAM,
     ACK_FAIL_STREAM,
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
@@ -52,6 +53,7 @@ class AckBuffer:
         "_ack_info",
         "_acker_tasks",
         "_ackers",
+        "_bulk_info",
         "_init_info",
         "_outboxes",
         "acks",
@@ -65,6 +67,7 @@ class AckBuffer:
         self._ackers = len(acker_tasks)
         self._init_info = StreamInfo(SYSTEM_COMPONENT, ACK_INIT_STREAM, _INIT_FIELDS)
         self._ack_info = StreamInfo(SYSTEM_COMPONENT, ACK_ACK_STREAM, _ACK_FIELDS)
+        self._bulk_info = StreamInfo(SYSTEM_COMPONENT, ACK_BULK_STREAM, Fields("values"))
         #: root id -> XOR of the values acked or initialised since the last flush.
         self.acks: dict[int, int] = {}
         #: root id -> spout task, for trees whose init is in ``acks``.
@@ -97,6 +100,26 @@ class AckBuffer:
                 )
         acks.clear()
         self.messages_sent += sent
+
+    def send_bulk(self, acks: dict[int, int]) -> None:
+        """Send ``acks`` (root id -> value) now, one message per acker task: for many
+        acks at once (a stateful bolt's, released at a commit). Called on the owning
+        thread."""
+        ackers, acker_tasks = self._ackers, self._acker_tasks
+        if ackers == 1:
+            parts = {acker_tasks[0]: acks}
+        else:
+            parts = {}
+            for root, value in acks.items():
+                task = acker_tasks[root % ackers]
+                part = parts.get(task)
+                if part is None:
+                    parts[task] = {root: value}
+                else:
+                    part[root] = value
+        for task, part in parts.items():
+            self._outboxes[task].append(Tuple([part], self._bulk_info, SYSTEM_TASK_ID))
+        self.messages_sent += len(parts)
 
 
 @dataclass
@@ -388,11 +411,11 @@ class OutputCollector(_Emitter):
             self._send_system(ACK_FAIL_STREAM, root)
 
     def ack_values(self, values: dict[int, int]) -> None:
-        """Add acks combined beforehand, root id -> the XOR of the acked tuples' edge
-        ids and ack values (what ``ack`` would have added, one tuple at a time)."""
-        pending = self.pending_acks
-        for root, value in values.items():
-            pending[root] = pending.get(root, 0) ^ value
+        """Send acks combined beforehand, root id -> the XOR of the acked tuples' edge
+        ids and ack values (what ``ack`` would have sent, one tuple at a time), in one
+        message per acker task."""
+        if values and self._tracking:
+            self._ack_buffer.send_bulk(values)
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of every tree ``tup`` belongs to (long work)."""

@@ -19,6 +19,7 @@ from squall.model.grouping import Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
+    ACK_DONE_STREAM,
     ACK_FAIL_STREAM,
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
@@ -50,13 +51,15 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         return _carrying_ir(StormTopology(components), topology)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
     acker_inputs = []
+    checkpointed = any(CHECKPOINT_STREAM in spec.streams for spec in components.values())
     for spec in components.values():
         if spec.is_spout:
             spec.streams[ACK_INIT_STREAM] = StreamDeclaration(
                 ACK_INIT_STREAM, Fields("id", "ack_val", "spout_task")
             )
             acker_inputs.append(Subscription(spec.component_id, ACK_INIT_STREAM, by_root))
-            for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM):
+            streams = (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
+            for stream in (*streams, ACK_DONE_STREAM) if checkpointed else streams:
                 spec.inputs.append(
                     Subscription(ACKER_COMPONENT, stream, Grouping(GroupingKind.DIRECT))
                 )
@@ -80,6 +83,10 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         stream: StreamDeclaration(stream, _ROOT_FIELDS, direct=True)
         for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
     }
+    if checkpointed:  # stateful bolts release held-back acks in bulk at each commit
+        acker_streams[ACK_DONE_STREAM] = StreamDeclaration(
+            ACK_DONE_STREAM, Fields("ids"), direct=True
+        )
     components[ACKER_COMPONENT] = ComponentSpec(
         ACKER_COMPONENT,
         AckerBolt(),

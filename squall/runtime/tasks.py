@@ -22,8 +22,17 @@ from typing import Any, Protocol
 from squall.model.components import BasicBolt, Spout
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import Tuple
-from squall.runtime.acker import ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM
-from squall.runtime.checkpointing import CHECKPOINT_STREAM, SpoutCheckpointing
+from squall.runtime.acker import (
+    ACK_ACK_STREAM,
+    ACK_DONE_STREAM,
+    ACK_FAIL_STREAM,
+    ACK_RESET_TIMEOUT_STREAM,
+)
+from squall.runtime.checkpointing import (
+    CHECKPOINT_STREAM,
+    BoltCheckpointing,
+    SpoutCheckpointing,
+)
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
@@ -113,9 +122,18 @@ class BoltRunner(TaskRunner):
         self.collector = collector
         self.basic = isinstance(component, BasicBolt)
         self.basic_collector = BasicOutputCollector(collector)
+        #: The component, when it takes part in checkpoints around a basic bolt: the
+        #: runner executes that basic bolt itself (its fast path) and hands the
+        #: component checkpoint tuples and what it holds back.
+        self.checkpointing: BoltCheckpointing | None = None
+        self._basic_execute: Any = None
+        if isinstance(component, BoltCheckpointing) and component.basic_bolt is not None:
+            self.checkpointing = component
+            self.basic = True
+            self._basic_execute = component.basic_bolt.execute
 
     def start(self) -> None:
-        if self.basic:
+        if self.basic and self.checkpointing is None:
             self.component.prepare(self.conf, self.context)
         else:
             self.component.prepare(self.conf, self.context, self.collector)
@@ -192,22 +210,31 @@ class BoltRunner(TaskRunner):
         stop_at: int,
     ) -> int:
         basic = self.basic_collector
-        execute = self.component.execute
+        hook = self.checkpointing
+        execute = self.component.execute if hook is None else self._basic_execute
         pending = collector.pending_acks
         pending_get = pending.get
-        failures = acked_by_collector = 0
+        #: Tuples this loop does not ack inline: failed, or handled by the checkpoint
+        #: component (which acks or fails them through the collector).
+        not_acked_here = acked_by_collector = 0
         ran = count
         for index in range(count):
             if meter is not None and meter.transferred >= stop_at:
                 ran = index
                 break
             tup = popleft()
+            if hook is not None and (hook.holding or tup._info.stream_id == CHECKPOINT_STREAM):
+                hook.take(tup)
+                not_acked_here += 1
+                continue
             basic.input = tup
             try:
                 execute(tup, basic)
             except Exception as exc:
                 self._failed(tup, exc)
-                failures += 1
+                if hook is not None:
+                    hook.failed(tup)
+                not_acked_here += 1
                 continue
             # Ack inline (the same XOR as OutputCollector.ack): the hottest loop of the engine.
             roots = tup._roots
@@ -219,7 +246,7 @@ class BoltRunner(TaskRunner):
                     collector.ack(tup)
                     acked_by_collector += 1
         basic.input = None
-        self.stats.acked += ran - failures - acked_by_collector
+        self.stats.acked += ran - not_acked_here - acked_by_collector
         return ran
 
     def _failed(self, tup: Tuple, exc: Exception) -> None:
@@ -367,6 +394,9 @@ class SpoutRunner(TaskRunner):
                 if self.checkpointing is not None:
                     self.checkpointing.on_checkpoint(tup)
                 continue
+            if stream == ACK_DONE_STREAM:
+                self._trees_done(tup.values[0], now_ms)
+                continue
             root = tup.values[0]
             if stream == ACK_RESET_TIMEOUT_STREAM:
                 entry = pending.pop(root, None)
@@ -388,6 +418,23 @@ class SpoutRunner(TaskRunner):
             except Exception as exc:
                 stats.record_error(exc)
         return handled
+
+    def _trees_done(self, roots: list[int], now_ms: float) -> None:
+        """The trees of ``roots`` completed (one acker message for many)."""
+        pending = self.collector.pending
+        stats = self.stats
+        ack = self.component.ack
+        for root in roots:
+            entry = pending.pop(root, None)
+            if entry is None:  # already timed out
+                continue
+            stats.acked += 1
+            stats.complete_count += 1
+            stats.complete_ms += now_ms - entry[1]
+            try:
+                ack(entry[0])
+            except Exception as exc:
+                stats.record_error(exc)
 
     def settle_trees(self, outcomes: Iterable[tuple[int, bool]], now_ms: float) -> int:
         """Ack (True) or fail (False) the trees ``outcomes`` names by root id, as their

@@ -42,6 +42,9 @@ from squall.state.protocol import Action
 if TYPE_CHECKING:
     from squall.state.providers import StateProvider
 
+#: Roots of recent acks a stateful bolt combines before merging them (see
+#: ``StatefulBoltExecutor``).
+_RECENT_ROOTS = 1024
 #: The key, in a task's checkpoint namespace, of the trees it cannot vouch for.
 EXCLUDED_KEY = "excluded"
 
@@ -106,6 +109,9 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
 
     def __init__(self, bolt: Bolt | BasicBolt) -> None:
         self.bolt = bolt
+        #: The basic bolt the engine's runner executes itself (see
+        #: :class:`~squall.runtime.checkpointing.BoltCheckpointing`), or None.
+        self.basic_bolt = bolt if isinstance(bolt, BasicBolt) else None
 
     # -- declaration ------------------------------------------------------------------
 
@@ -160,7 +166,9 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
             self._basic_collector = BasicOutputCollector(collector)
             self.bolt.prepare(conf, context)  # type: ignore[call-arg]
         else:
-            self.bolt.prepare(conf, context, TrackingCollector(collector, self))  # type: ignore[arg-type, call-arg]
+            tracking = TrackingCollector(collector, self)
+            tracking.ack = self.acked  # type: ignore[method-assign]  # one call less per ack
+            self.bolt.prepare(conf, context, tracking)  # type: ignore[arg-type, call-arg]
 
     def cleanup(self) -> None:
         """Clean the bolt up, then close the records' store."""
@@ -188,6 +196,19 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
     def _waits(self, tup: Tuple) -> bool:
         alignment = self._alignment
         return not self._ready or (alignment.holding and tup.source_task in alignment.arrived)
+
+    @property
+    def holding(self) -> bool:
+        """Whether data tuples may have to wait (see ``take``)."""
+        return not self._ready or self._alignment.holding
+
+    def take(self, tup: Tuple) -> None:
+        """A tuple the engine's runner hands over (a checkpoint tuple, or any while
+        :attr:`holding`): as ``execute``, failures handled as the engine does."""
+        if tup._info.stream_id == CHECKPOINT_STREAM:
+            self._checkpoint(tup)
+        else:
+            self._run_released(tup)
 
     def _run(self, tup: Tuple) -> None:
         """Execute ``tup`` in the bolt (exceptions propagate to the engine, which fails
@@ -326,7 +347,10 @@ class StatefulBoltExecutor(CheckpointedBolt):
         ``INITSTATE`` checkpoint)."""
         #: The acks held back, combined per root (root id -> XOR of the acked tuples'
         #: edge ids and ack values): those since the last prepare, those before it.
-        #: Combined, they keep no tuple alive until the commit.
+        #: Combined, they keep no tuple alive until the commit. The latest land in the
+        #: small ``_recent`` first (the tuples of a tree come close together, and a
+        #: small dict stays in the processor's cache), merged into ``_acked`` in bulk.
+        self._recent: dict[int, int] = {}
         self._acked: dict[int, int] = {}
         self._prepared: dict[int, int] = {}
         self._acked_count = 0
@@ -361,16 +385,25 @@ class StatefulBoltExecutor(CheckpointedBolt):
             out.sample_tuple = None
         roots = tup._roots
         if roots:
-            acked = self._acked
+            recent = self._recent
             value = tup._ack_val
             if len(roots) == 2:
                 root = roots[0]
-                acked[root] = acked.get(root, 0) ^ roots[1] ^ value
+                recent[root] = recent.get(root, 0) ^ roots[1] ^ value
             else:
                 for position in range(0, len(roots), 2):
                     root = roots[position]
-                    acked[root] = acked.get(root, 0) ^ roots[position + 1] ^ value
+                    recent[root] = recent.get(root, 0) ^ roots[position + 1] ^ value
+            if len(recent) >= _RECENT_ROOTS:
+                self._stage()
         self._acked_count += 1
+
+    def _stage(self) -> None:
+        """Merge the recent acks into those since the last prepare."""
+        acked = self._acked
+        for root, value in self._recent.items():
+            acked[root] = acked.get(root, 0) ^ value
+        self._recent = {}
 
     def act(self, txid: int, action: Action) -> None:
         """The checkpoint action on the bolt's state, then on its records."""
@@ -379,6 +412,7 @@ class StatefulBoltExecutor(CheckpointedBolt):
             bolt.pre_prepare(txid)
             state.prepare_commit(txid)
             super().act(txid, action)
+            self._stage()
             prepared = self._prepared
             for root, value in self._acked.items():
                 prepared[root] = prepared.get(root, 0) ^ value
@@ -395,6 +429,7 @@ class StatefulBoltExecutor(CheckpointedBolt):
             bolt.pre_rollback()
             state.rollback()
             super().act(txid, action)
+            self._stage()
             out.fail_trees(self._prepared.keys() | self._acked.keys())
             self._stats.failed += self._prepared_count + self._acked_count
             self._prepared, self._acked = {}, {}

@@ -150,24 +150,35 @@ class SpoutCheckpointer:
         return True
 
     def _in_flight(self) -> list[list[Any]]:
-        """``[root, message id]`` of each tree in flight, then ``[None, id]`` of each
-        id still to skip; message ids that cannot be stored are left out (reported
-        once)."""
-        entries: list[list[Any]] = []
-        for root, (msg_id, _) in self._collector.pending.items():
-            try:
-                encode(msg_id)
-            except StateSerializationError as error:
-                self._unstorable(msg_id, error)
-                continue
-            entries.append([root, msg_id])
+        """``[roots, message ids]``: the trees in flight, then the ids still to skip
+        (root None); message ids that cannot be stored are left out (reported once).
+        Two flat lists, not a pair per tree: a spout may have hundreds of thousands in
+        flight."""
+        pending = self._collector.pending
+        roots: list[Any] = list(pending)
+        ids = [entry[0] for entry in pending.values()]
+        try:
+            encode(ids)  # all storable: the common case, checked in one pass
+        except StateSerializationError:
+            kept = [index for index, msg_id in enumerate(ids) if self._storable(msg_id)]
+            roots = [roots[index] for index in kept]
+            ids = [ids[index] for index in kept]
         skipped = self._skipped
         if skipped:
             if self._context.clock.now_ms() > self._skip_until:
                 skipped.clear()
                 self._collector.skip_emit = None
-            entries.extend([None, decode(key)] for key in skipped)
-        return entries
+            roots.extend([None] * len(skipped))
+            ids.extend(decode(key) for key in skipped)
+        return [roots, ids]
+
+    def _storable(self, msg_id: Any) -> bool:
+        try:
+            encode(msg_id)
+        except StateSerializationError as error:
+            self._unstorable(msg_id, error)
+            return False
+        return True
 
     def _unstorable(self, msg_id: Any, error: StateSerializationError) -> None:
         if not self._unstorable_reported:
@@ -198,6 +209,9 @@ class SpoutCheckpointer:
             if not found or found[0] != txid:
                 return set()  # a bolt without this transaction: skip nothing
             excluded.update(found[1])
+        roots, ids = stored[1]
         return {
-            encode(msg_id) for root, msg_id in stored[1] if root is None or root not in excluded
+            encode(msg_id)
+            for root, msg_id in zip(roots, ids, strict=True)
+            if root is None or root not in excluded
         }
