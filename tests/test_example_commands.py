@@ -95,9 +95,10 @@ def documented_commands() -> dict[str, list[str]]:
     return dict(sorted(sources.items()))
 
 
-#: Examples whose commands need servers (Redis, PostgreSQL): their own test runs them,
-#: in order, against servers it starts (tests/test_shop_activity.py).
-NEEDS_SERVERS = ("examples/shop_activity",)
+#: Examples whose commands their own test runs, in order: those needing servers (Redis,
+#: PostgreSQL; tests/test_shop_activity.py starts them) and those whose commands build
+#: on each other's files (tests/test_stateful_word_count.py, in a directory of its own).
+NEEDS_SERVERS = ("examples/shop_activity", "examples/stateful_word_count")
 
 COMMANDS = {
     command: where

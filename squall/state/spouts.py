@@ -104,7 +104,7 @@ class SpoutCheckpointer:
         try:
             self._act(txid, Action(action))
         except Exception as error:
-            out.stats.record_error(error)
+            self._collector.report_error(error)
             out.fail(tup)
             return
         out.emit([txid, action, seq], tup, CHECKPOINT_STREAM)
@@ -183,7 +183,7 @@ class SpoutCheckpointer:
     def _unstorable(self, msg_id: Any, error: StateSerializationError) -> None:
         if not self._unstorable_reported:
             self._unstorable_reported = True
-            self._out.stats.record_error(
+            self._collector.report_error(
                 StateSerializationError(
                     f"{self._label}: message id {msg_id!r} cannot be stored ({error}); "
                     "after a restart its message is replayed in full (at-least-once)"

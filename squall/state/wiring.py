@@ -15,6 +15,7 @@ timeout; violations raise :class:`InvalidTopologyError` naming the stateful bolt
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from squall.model.config import Config
@@ -25,6 +26,7 @@ from squall.model.topology import ComponentSpec, StormTopology, Subscription, is
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector, TaskWiring
 from squall.runtime.context import TopologyContext
+from squall.runtime.metrics import TaskStats
 from squall.runtime.system import acker_count
 from squall.state.bolt import StatefulBolt
 from squall.state.checkpoint_spout import (
@@ -183,10 +185,12 @@ def spout_checkpointing(
         for index in range(len(context.get_component_tasks(other.component_id)))
     ]
     keep_ms = 2000.0 * float(conf.get(Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS, 30))
+    # Its own counters: the checkpoint tuples it acks are not the spout's trees.
+    own_stats = TaskStats(spec.component_id, context.task_id)
     return SpoutCheckpointer(
         spout,
         collector,
-        OutputCollector(wiring),
+        OutputCollector(dataclasses.replace(wiring, stats=own_stats)),
         provider_for(conf, str(conf.get(Config.TOPOLOGY_NAME, ""))),
         context,
         bolt_tasks,
