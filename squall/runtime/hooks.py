@@ -164,8 +164,10 @@ class BeginsBatch(Protocol):
     a micro-batch's tuples (after a replayed batch's restore).
     """
 
-    def begin_batch(self, batch_id: int) -> None:
-        """Batch ``batch_id`` is about to run on this task."""
+    def begin_batch(self, batch_id: int, query: str) -> None:
+        """Batch ``batch_id`` of the streaming query ``query`` (an identifier that stays
+        the same across restarts of that query: its checkpoint location) is about to run
+        on this task."""
         ...
 
 

@@ -3,24 +3,26 @@ transactions (the Spark engine), where no checkpoint spout is needed.
 
 The engine snapshots every bolt task after each micro-batch and restores the snapshot
 before a replayed batch, and it acks a batch's trees only once the batch has committed.
-So the state's transactions follow the batches, with the batch id as txid:
+So the state's transactions follow the batches, the txid being the batch id tagged with
+the query (:func:`transaction_id`):
 
 * ``memory`` provider: the state lives in the task, so in its snapshot; it is prepared
   and committed at the end of each batch (the snapshot is what makes it durable).
 * durable providers (``sqlite``, ``redis``, ``postgres``): at the end of batch ``b`` the
   changes are *prepared* in the provider as transaction ``b``; at the start of the next
   batch they are committed (the engine has committed ``b``: it starts a batch only then)
-  or, when ``b`` itself runs again, rolled back. The provider therefore never holds the
-  effect of a batch that will be replayed, and the snapshot holds only the batch's
-  changes, not the whole state. While the query is stopped, the provider's committed
-  state lags its last batch, which the next run (same checkpoint or a new query)
-  commits before anything else.
+  or, when ``b`` itself runs again (a failed attempt), rolled back. The provider
+  therefore never holds the effect of a batch that will be replayed, and the snapshot
+  holds only the batch's changes, not the whole state. While the query is stopped, the
+  provider's committed state lags its last batch, which the next run (same checkpoint
+  or a new query) commits before anything else.
 
 Runs on the executor's Python worker that hosts the task.
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from squall.model.components import Bolt
@@ -80,22 +82,26 @@ class MicroBatchStatefulBolt(Bolt, ReportsMetrics):
         self._fresh = True
         self.bolt.init_state(self.state)
 
-    def begin_batch(self, batch_id: int) -> None:
+    def begin_batch(self, batch_id: int, query: str) -> None:
         """Before the tuples of ``batch_id``: commit the batch before it, or roll back
-        a first attempt of this one."""
-        if self._fresh:
+        an earlier attempt of this one."""
+        txid = transaction_id(query, batch_id)
+        if self._fresh:  # no snapshot before this batch: settle what the store holds
             self._fresh = False
             left = self.state.store.prepared()
-            if left is not None:  # the last batch of an earlier query: keep its effect
-                self.state.commit(left[0])
+            if left is not None:
+                if left[0] == txid:  # this very batch, run before and failed
+                    self.state.rollback()
+                else:  # an earlier batch: the engine committed it
+                    self.state.commit(left[0])
         prepared = self._prepared_batch
         if prepared is not None:
-            if prepared < batch_id:
+            if prepared != txid:
                 self.state.commit(prepared)
             else:
                 self.state.rollback()
             self._prepared_batch = None
-        self._batch = batch_id
+        self._batch = txid
 
     def execute(self, tup: Tuple) -> None:
         """The bolt's ``execute``."""
@@ -122,6 +128,13 @@ class MicroBatchStatefulBolt(Bolt, ReportsMetrics):
             state = getattr(self, "state", None)
             if state is not None:
                 state.close()
+
+
+def transaction_id(query: str, batch_id: int) -> int:
+    """The txid of batch ``batch_id`` of ``query``: the batch id, tagged with a 31-bit
+    checksum of the query in the bits above 32 (a store's prepared transaction then
+    says which query left it; it fits a signed 64-bit column)."""
+    return ((zlib.crc32(query.encode()) & 0x7FFFFFFF) << 32) | (batch_id & 0xFFFFFFFF)
 
 
 def with_micro_batch_state(topology: Any) -> Any:

@@ -151,7 +151,7 @@ class LiveBolt:
         busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
         if implements(runner.component, BeginsBatch):
-            runner.component.begin_batch(batch_id)
+            runner.component.begin_batch(batch_id, self.setup.state_dir)
         inbox = runner.inbox
         for chunk in chunks:
             inbox.extend(chunk)
