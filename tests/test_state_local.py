@@ -150,6 +150,9 @@ def test_a_stateful_word_count_counts_exactly_and_sees_no_checkpoint_tuple(
         assert [call for index, call in calls if index == task] == ["prepare", "init_state"]
     info = local.get_topology_info("words")
     assert info.components["count"].errors_total == 0
+    running = local.get_running("words")
+    for task in running.plan.component_tasks["split"]:  # a basic bolt keeps its fast path
+        assert running.runners[task].checkpointing is not None
 
 
 def test_inputs_are_acked_only_once_their_state_is_committed(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ Where it runs: on the bolt task's thread, as the task's component.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,9 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         #: The basic bolt the engine's runner executes itself (see
         #: :class:`~squall.runtime.checkpointing.BoltCheckpointing`), or None.
         self.basic_bolt = bolt if isinstance(bolt, BasicBolt) else None
+        #: Replaced in ``prepare`` (here so that ``holding`` answers before it).
+        self._alignment = BarrierAlignment(frozenset())
+        self._ready = True
 
     # -- declaration ------------------------------------------------------------------
 
@@ -167,7 +170,7 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
             self.bolt.prepare(conf, context)  # type: ignore[call-arg]
         else:
             tracking = TrackingCollector(collector, self)
-            tracking.ack = self.acked  # type: ignore[method-assign]  # one call less per ack
+            tracking.ack = self._ack_function()  # type: ignore[method-assign, assignment]
             self.bolt.prepare(conf, context, tracking)  # type: ignore[arg-type, call-arg]
 
     def cleanup(self) -> None:
@@ -191,7 +194,23 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         if not self._ready or (alignment.holding and tup.source_task in alignment.arrived):
             alignment.held.append(tup)
             return
-        self._run(tup)
+        if self._basic:
+            self._run(tup)
+            return
+        # _run's path for a plain bolt, inline: once per input of a stateful bolt.
+        self._current = tup
+        self._settled = False
+        try:
+            self.bolt.execute(tup)  # type: ignore[call-arg]
+        except Exception:
+            roots = tup._roots
+            if not self._settled and roots:  # the engine fails it now
+                self._failed_roots.extend(roots[::2])
+            raise
+        finally:
+            self._current = None
+        if not self._settled and tup._roots:  # held by the bolt for later
+            self._unacked[id(tup)] = tup
 
     def _waits(self, tup: Tuple) -> bool:
         alignment = self._alignment
@@ -253,6 +272,10 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
             self._out.fail(tup)
             if not isinstance(error, FailedException) or isinstance(error, ReportedFailedException):
                 self._stats.record_error(error)
+
+    def _ack_function(self) -> Callable[[Tuple], None]:
+        """The bolt's ``collector.ack``."""
+        return self.acked
 
     def acked(self, tup: Tuple) -> None:
         """The bolt acked ``tup``."""
@@ -353,7 +376,8 @@ class StatefulBoltExecutor(CheckpointedBolt):
         self._recent: dict[int, int] = {}
         self._acked: dict[int, int] = {}
         self._prepared: dict[int, int] = {}
-        self._acked_count = 0
+        #: Inputs acked since the last prepare (one cell: the ack closure counts in it).
+        self._counts = [0]
         self._prepared_count = 0
         self._initialized = False
         super().prepare(conf, context, collector)
@@ -374,36 +398,52 @@ class StatefulBoltExecutor(CheckpointedBolt):
 
     def acked(self, tup: Tuple) -> None:
         """The bolt acked ``tup``: the ack waits for the commit."""
-        if tup is self._current:
-            self._settled = True
-        elif self._unacked:
-            self._unacked.pop(id(tup), None)
+        self._hold_ack(tup)
+
+    def _ack_function(self) -> Callable[[Tuple], None]:
+        """The bolt's ``collector.ack``: a closure over what it touches (the hottest
+        call of a stateful bolt: once per input)."""
+        recent = self._recent
+        counts = self._counts
         out = self._out
-        if tup is out.sample_tuple:  # its process latency ends now, not at the commit
-            self._stats.process_secs += perf_counter() - out.sample_start
-            self._stats.process_count += 1
-            out.sample_tuple = None
-        roots = tup._roots
-        if roots:
-            recent = self._recent
-            value = tup._ack_val
-            if len(roots) == 2:
-                root = roots[0]
-                recent[root] = recent.get(root, 0) ^ roots[1] ^ value
-            else:
-                for position in range(0, len(roots), 2):
-                    root = roots[position]
-                    recent[root] = recent.get(root, 0) ^ roots[position + 1] ^ value
-            if len(recent) >= _RECENT_ROOTS:
-                self._stage()
-        self._acked_count += 1
+        stats = self._stats
+        unacked = self._unacked
+        limit = _RECENT_ROOTS
+        stage = self._stage
+
+        def hold_ack(tup: Tuple) -> None:
+            if tup is self._current:
+                self._settled = True
+            elif unacked:
+                unacked.pop(id(tup), None)
+            if tup is out.sample_tuple:  # its process latency ends now, not at the commit
+                stats.process_secs += perf_counter() - out.sample_start
+                stats.process_count += 1
+                out.sample_tuple = None
+            roots = tup._roots
+            if roots:
+                value = tup._ack_val
+                if len(roots) == 2:
+                    root = roots[0]
+                    recent[root] = recent.get(root, 0) ^ roots[1] ^ value
+                else:
+                    for position in range(0, len(roots), 2):
+                        root = roots[position]
+                        recent[root] = recent.get(root, 0) ^ roots[position + 1] ^ value
+                if len(recent) >= limit:
+                    stage()
+            counts[0] += 1
+
+        self._hold_ack = hold_ack
+        return hold_ack
 
     def _stage(self) -> None:
         """Merge the recent acks into those since the last prepare."""
         acked = self._acked
-        for root, value in self._recent.items():
+        recent = self._recent
+        for root, value in recent.items():
             acked[root] = acked.get(root, 0) ^ value
-        self._recent = {}
+        recent.clear()
 
     def act(self, txid: int, action: Action) -> None:
         """The checkpoint action on the bolt's state, then on its records."""
@@ -416,8 +456,9 @@ class StatefulBoltExecutor(CheckpointedBolt):
             prepared = self._prepared
             for root, value in self._acked.items():
                 prepared[root] = prepared.get(root, 0) ^ value
-            self._prepared_count += self._acked_count
-            self._acked, self._acked_count = {}, 0
+            self._prepared_count += self._counts[0]
+            self._acked.clear()
+            self._counts[0] = 0
         elif action is Action.COMMIT:
             bolt.pre_commit(txid)
             state.commit(txid)
@@ -431,9 +472,10 @@ class StatefulBoltExecutor(CheckpointedBolt):
             super().act(txid, action)
             self._stage()
             out.fail_trees(self._prepared.keys() | self._acked.keys())
-            self._stats.failed += self._prepared_count + self._acked_count
-            self._prepared, self._acked = {}, {}
-            self._prepared_count = self._acked_count = 0
+            self._stats.failed += self._prepared_count + self._counts[0]
+            self._prepared = {}
+            self._acked.clear()
+            self._prepared_count = self._counts[0] = 0
         elif action is Action.INITSTATE and not self._initialized:
             bolt.init_state(state)
             self._initialized = True
