@@ -29,6 +29,20 @@ from squall.runtime.hooks import CarriesCoordinationStore
 STORE_FILE = "coordination.sqlite"
 
 
+def close_process_connections(
+    connections: list[tuple[int, sqlite3.Connection]], lock: threading.Lock
+) -> None:
+    """Close and forget the connections of ``connections`` (``(pid, connection)``
+    pairs, guarded by ``lock``) that this process opened: a forked child leaves its
+    parent's alone."""
+    pid = os.getpid()
+    with lock:
+        mine = [connection for owner, connection in connections if owner == pid]
+        connections[:] = [entry for entry in connections if entry[0] != pid]
+    for connection in mine:
+        connection.close()
+
+
 def connect_sqlite(path: str, timeout: float, synchronous: str = "NORMAL") -> sqlite3.Connection:
     """A connection in WAL mode with a busy timeout, safe while other threads and
     processes open the same file.

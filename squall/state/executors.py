@@ -32,12 +32,13 @@ from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import ReportsMetrics, SettlesBeforeCheckpoint, implements
+from squall.runtime.hooks import SettlesBeforeCheckpoint, implements
 from squall.state.alignment import BarrierAlignment
 from squall.state.base import BufferedKeyValueState
 from squall.state.bolt import StatefulBolt
 from squall.state.checkpoint_spout import CHECKPOINT_FIELDS
 from squall.state.protocol import Action
+from squall.state.wrapped import WrappedBolt
 
 if TYPE_CHECKING:
     from squall.state.providers import StateProvider
@@ -99,7 +100,7 @@ class TrackingCollector:
         return getattr(self._out, name)
 
 
-class CheckpointedBolt(Bolt, ReportsMetrics):
+class CheckpointedBolt(WrappedBolt):
     """Runs a bolt that has no state of its own in a topology with stateful bolts: it
     aligns and passes on checkpoint tuples, and records the trees it cannot vouch for.
 
@@ -108,7 +109,7 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
     """
 
     def __init__(self, bolt: Bolt | BasicBolt) -> None:
-        self.bolt = bolt
+        super().__init__(bolt)
         #: The basic bolt the engine's runner executes itself (see
         #: :class:`~squall.runtime.checkpointing.BoltCheckpointing`), or None.
         self.basic_bolt = bolt if isinstance(bolt, BasicBolt) else None
@@ -116,21 +117,10 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         self._alignment = BarrierAlignment(frozenset())
         self._ready = True
 
-    # -- declaration ------------------------------------------------------------------
-
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """The bolt's streams, and ``$checkpoint``."""
-        self.bolt.declare_output_fields(declarer)
+        super().declare_output_fields(declarer)
         declarer.declare_stream(CHECKPOINT_STREAM, CHECKPOINT_FIELDS)
-
-    def get_component_configuration(self) -> dict[str, Any] | None:
-        """The bolt's."""
-        return self.bolt.get_component_configuration()
-
-    def metrics(self) -> dict[str, float]:
-        """The bolt's own metrics, if it has any."""
-        bolt = self.bolt
-        return dict(bolt.metrics()) if implements(bolt, ReportsMetrics) else {}
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -194,23 +184,7 @@ class CheckpointedBolt(Bolt, ReportsMetrics):
         if not self._ready or (alignment.holding and tup.source_task in alignment.arrived):
             alignment.held.append(tup)
             return
-        if self._basic:
-            self._run(tup)
-            return
-        # _run's path for a plain bolt, inline: once per input of a stateful bolt.
-        self._current = tup
-        self._settled = False
-        try:
-            self.bolt.execute(tup)  # type: ignore[call-arg]
-        except Exception:
-            roots = tup._roots
-            if not self._settled and roots:  # the engine fails it now
-                self._failed_roots.extend(roots[::2])
-            raise
-        finally:
-            self._current = None
-        if not self._settled and tup._roots:  # held by the bolt for later
-            self._unacked[id(tup)] = tup
+        self._run(tup)
 
     def _waits(self, tup: Tuple) -> bool:
         alignment = self._alignment

@@ -25,18 +25,17 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from squall.model.components import Bolt
-from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.tuple import Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, implements
+from squall.runtime.hooks import SettlesBatch, implements
 from squall.state.base import BufferedKeyValueState
 from squall.state.bolt import StatefulBolt
 from squall.state.executors import state_namespace
+from squall.state.wrapped import WrappedBolt
 
 
-class MicroBatchStatefulBolt(Bolt, ReportsMetrics):
+class MicroBatchStatefulBolt(WrappedBolt):
     """Runs a :class:`~squall.state.bolt.StatefulBolt` whose transactions are the
     engine's micro-batches (see the module docstring).
 
@@ -44,21 +43,10 @@ class MicroBatchStatefulBolt(Bolt, ReportsMetrics):
         bolt: the user's stateful bolt.
     """
 
+    bolt: StatefulBolt
+
     def __init__(self, bolt: StatefulBolt) -> None:
-        self.bolt = bolt
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """The bolt's streams."""
-        self.bolt.declare_output_fields(declarer)
-
-    def get_component_configuration(self) -> dict[str, Any] | None:
-        """The bolt's."""
-        return self.bolt.get_component_configuration()
-
-    def metrics(self) -> dict[str, float]:
-        """The bolt's own metrics, if it has any."""
-        bolt = self.bolt
-        return dict(bolt.metrics()) if implements(bolt, ReportsMetrics) else {}
+        super().__init__(bolt)
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector

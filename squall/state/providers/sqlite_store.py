@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from squall.runtime.coordination import connect_sqlite
+from squall.runtime.coordination import close_process_connections, connect_sqlite
 from squall.state.base import StateStore
 from squall.state.providers.provider import file_name_stem, qualified_namespace
 from squall.trident.state.base import StateError
@@ -79,7 +79,7 @@ class SqliteStore(StateStore):
         self._local = threading.local()
         self._connections: list[tuple[int, sqlite3.Connection]] = []
         self._connections_lock = threading.Lock()
-        weakref.finalize(self, _close_connections, self._connections, self._connections_lock)
+        weakref.finalize(self, close_process_connections, self._connections, self._connections_lock)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"provider": self.provider, "namespace": self.namespace}
@@ -252,7 +252,7 @@ class SqliteStore(StateStore):
     def close(self) -> None:
         """Close this process's connections of the store (of every thread); a later
         use opens new ones."""
-        _close_connections(self._connections, self._connections_lock)
+        close_process_connections(self._connections, self._connections_lock)
         self._local = threading.local()
 
 
@@ -269,19 +269,6 @@ def _transaction(connection: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE")
             connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
-
-
-def _close_connections(
-    connections: list[tuple[int, sqlite3.Connection]], lock: threading.Lock
-) -> None:
-    """Close and forget the connections this process opened (a forked child leaves its
-    parent's alone)."""
-    pid = os.getpid()
-    with lock:
-        mine = [connection for owner, connection in connections if owner == pid]
-        connections[:] = [entry for entry in connections if entry[0] != pid]
-    for connection in mine:
-        connection.close()
 
 
 __all__ = ["BUSY_TIMEOUT", "SYNCHRONOUS", "SqliteStore", "database_path"]

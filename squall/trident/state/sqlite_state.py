@@ -17,7 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from squall.runtime.coordination import connect_sqlite
+from squall.runtime.coordination import close_process_connections, connect_sqlite
 from squall.trident.state.base import (
     BackingMap,
     StateError,
@@ -106,7 +106,7 @@ class SqliteMapState(BackingMap):
         self._connections: list[tuple[int, sqlite3.Connection]] = []
         self._connections_lock = threading.Lock()
         # Connections are closed when the state is dropped, if close() was not called.
-        weakref.finalize(self, _close_connections, self._connections, self._connections_lock)
+        weakref.finalize(self, close_process_connections, self._connections, self._connections_lock)
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -236,21 +236,8 @@ class SqliteMapState(BackingMap):
     def close(self) -> None:
         """Close this process's connections (of every thread). Call when no thread uses
         the state any more; a later use opens a new connection."""
-        _close_connections(self._connections, self._connections_lock)
+        close_process_connections(self._connections, self._connections_lock)
         self._local = threading.local()
-
-
-def _close_connections(
-    connections: list[tuple[int, sqlite3.Connection]], lock: threading.Lock
-) -> None:
-    """Close and forget the connections this process opened (a forked child leaves its
-    parent's alone)."""
-    pid = os.getpid()
-    with lock:
-        mine = [connection for owner, connection in connections if owner == pid]
-        connections[:] = [entry for entry in connections if entry[0] != pid]
-    for connection in mine:
-        connection.close()
 
 
 @dataclass(frozen=True)
