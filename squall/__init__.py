@@ -30,7 +30,7 @@ from squall.runtime.clock import Clock, ManualClock
 from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
-from squall.state import KeyValueState, StatefulBolt
+from squall.state import KeyValueState, StatefulBolt, StatefulWindowedBolt
 from squall.windowing import Count, Duration, TupleWindow, WindowedBolt
 
 __version__ = "0.1.0"
@@ -62,6 +62,7 @@ __all__ = [
     "SpoutOutputCollector",
     "SquallError",
     "StatefulBolt",
+    "StatefulWindowedBolt",
     "StormTopology",
     "TopologyBuilder",
     "TopologyContext",

@@ -2,7 +2,7 @@
 restart (Storm's "State support in core storm").
 
 * :class:`StatefulBolt`: a bolt whose ``init_state`` receives its
-  :class:`KeyValueState`.
+  :class:`KeyValueState`; :class:`StatefulWindowedBolt`, the same for a windowed bolt.
 * Providers (``topology.state.provider``): ``memory``, ``sqlite``, ``redis``,
   ``postgres`` (see :mod:`squall.state.providers`).
 * The checkpoint protocol: :mod:`squall.state.protocol` (the transaction record),
@@ -13,5 +13,12 @@ restart (Storm's "State support in core storm").
 from squall.state.base import KeyValueState, State
 from squall.state.bolt import StatefulBolt
 from squall.state.codec import StateSerializationError
+from squall.state.windowed import StatefulWindowedBolt
 
-__all__ = ["KeyValueState", "State", "StateSerializationError", "StatefulBolt"]
+__all__ = [
+    "KeyValueState",
+    "State",
+    "StateSerializationError",
+    "StatefulBolt",
+    "StatefulWindowedBolt",
+]

@@ -15,6 +15,7 @@ from squall.model.components import Bolt
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
+from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
@@ -135,12 +136,12 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         self.manager = WindowManager(self.spec, self._activate, self._expire, start_ms)
         self.watermarks: WatermarkTracker | None = None
         if self.spec.event_time:
-            # System streams (e.g. "__system") carry no event time: they do not hold
-            # the watermark back.
+            # System streams (e.g. "__system") and checkpoints carry no event time:
+            # they do not hold the watermark back.
             streams = [
                 (s.component_id, s.stream_id)
                 for s in context.get_this_sources()
-                if not s.stream_id.startswith("__")
+                if not s.stream_id.startswith("__") and s.stream_id != CHECKPOINT_STREAM
             ]
             self.watermarks = WatermarkTracker(streams, self.spec.lag.value)
         self.bolt.prepare(conf, context, self.window_collector)

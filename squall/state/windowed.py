@@ -1,0 +1,67 @@
+"""``StatefulWindowedBolt``: a windowed bolt with a ``KeyValueState`` the engine
+checkpoints (Storm's ``IStatefulWindowedBolt``).
+
+The windows work as for any :class:`~squall.windowing.WindowedBolt`; the bolt's own
+state (totals over windows, say) is saved with every checkpoint and handed back by
+``init_state`` after a restart. The window contents themselves are not part of the
+state: a tuple still held in a window at a crash is replayed by its spout (at least
+once), and the windows are built again from the replays.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from squall.state.bolt import StatefulBolt
+from squall.windowing.bolt import WindowedBolt
+from squall.windowing.executor import WindowedBoltExecutor
+
+if TYPE_CHECKING:
+    from squall.model.components import Bolt
+    from squall.state.base import KeyValueState
+
+
+class StatefulWindowedBolt(WindowedBolt):
+    """A windowed bolt with a checkpointed :class:`~squall.state.base.KeyValueState`.
+
+    Configure the window as for a ``WindowedBolt`` and implement ``execute(window)``;
+    ``init_state(state)`` runs once per task after ``prepare`` and before the first
+    window, with the state as last committed. See ``docs/state.md``.
+    """
+
+    def init_state(self, state: KeyValueState) -> None:
+        """Receive the task's state (after ``prepare``, before any window)."""
+
+    def pre_prepare(self, txid: int) -> None:
+        """Called just before the state is prepared for ``txid``."""
+
+    def pre_commit(self, txid: int) -> None:
+        """Called just before the state prepared for ``txid`` is committed."""
+
+    def pre_rollback(self) -> None:
+        """Called just before the state's uncommitted changes are dropped."""
+
+    def to_bolt(self) -> Bolt:
+        """The stateful bolt that runs this windowed bolt (used by ``set_bolt``)."""
+        return StatefulWindowedBoltExecutor(self)
+
+
+class StatefulWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
+    """Runs a :class:`StatefulWindowedBolt`: a windowed bolt executor that is itself a
+    stateful bolt, so the engine checkpoints it like any (see
+    :class:`~squall.windowing.executor.WindowedBoltExecutor`)."""
+
+    bolt: StatefulWindowedBolt
+
+    def init_state(self, state: KeyValueState) -> None:
+        """Hand the state to the windowed bolt."""
+        self.bolt.init_state(state)
+
+    def pre_prepare(self, txid: int) -> None:
+        self.bolt.pre_prepare(txid)
+
+    def pre_commit(self, txid: int) -> None:
+        self.bolt.pre_commit(txid)
+
+    def pre_rollback(self) -> None:
+        self.bolt.pre_rollback()
