@@ -14,6 +14,7 @@ worker). Not thread-safe: a task's methods are called from one thread.
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from squall.connectors.errors import ConnectorError
@@ -76,6 +77,7 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
         self._written = 0
         self._failed_writes = 0
 
+    @abstractmethod
     def item(self, tup: Tuple) -> Any:
         """The item that ``tup`` writes.
 
@@ -83,13 +85,12 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
             KeyError, ValueError, IndexError: the tuple cannot be written (a missing
                 field, a value of no supported type); it is failed alone.
         """
-        raise NotImplementedError
 
+    @abstractmethod
     def write(self, items: list[Any]) -> Exception | None:
         """Write ``items`` in one round trip (all or none); returns None once they are
         written, or the error to report (then their tuples are failed). Waits out an
         outage's back-off first."""
-        raise NotImplementedError
 
     def execute(self, tup: Tuple) -> None:
         """Buffer the tuple's item; write the buffer when it is full or old. A tick
