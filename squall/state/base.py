@@ -192,6 +192,12 @@ class BufferedKeyValueState(KeyValueState):
         self._encode_key(key)
         self._pending[key] = _MISSING
 
+    def discard_unsaved(self, key: Any) -> None:
+        """Forget the change to ``key`` made since the last prepare, for a key that was
+        never prepared nor committed (a put and a delete that cancel out: nothing is
+        written). For engine code that knows which keys those are."""
+        self._pending.pop(key, None)
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         merged = self._merged_raw()
         pending = self._pending

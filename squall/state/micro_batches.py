@@ -51,9 +51,9 @@ class MicroBatchStatefulBolt(WrappedBolt):
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
-        """Prepare the bolt, open its state and hand it to ``init_state``. A transaction
-        an earlier query left prepared (its last batch) is committed before the first
-        batch, unless the task is restored from a snapshot, which settles it."""
+        """Prepare the bolt and open its state; ``init_state`` comes with the first
+        batch, once a transaction an earlier query left prepared (its last batch) is
+        settled (a task restored from a snapshot was initialized before it)."""
         from squall.state.providers import provider_for
 
         provider = provider_for(conf, context.topology_name)
@@ -68,7 +68,6 @@ class MicroBatchStatefulBolt(WrappedBolt):
         self._prepared_batch: int | None = None
         #: Prepared, not restored from a snapshot, and no batch run yet.
         self._fresh = True
-        self.bolt.init_state(self.state)
 
     def begin_batch(self, batch_id: int, query: str) -> None:
         """Before the tuples of ``batch_id``: commit the batch before it, or roll back
@@ -79,17 +78,26 @@ class MicroBatchStatefulBolt(WrappedBolt):
             left = self.state.store.prepared()
             if left is not None:
                 if left[0] == txid:  # this very batch, run before and failed
-                    self.state.rollback()
+                    self._rollback()
                 else:  # an earlier batch: the engine committed it
-                    self.state.commit(left[0])
+                    self._commit(left[0])
+            self.bolt.init_state(self.state)
         prepared = self._prepared_batch
         if prepared is not None:
             if prepared != txid:
-                self.state.commit(prepared)
+                self._commit(prepared)
             else:
-                self.state.rollback()
+                self._rollback()
             self._prepared_batch = None
         self._batch = txid
+
+    def _commit(self, txid: int) -> None:
+        self.bolt.pre_commit(txid)
+        self.state.commit(txid)
+
+    def _rollback(self) -> None:
+        self.bolt.pre_rollback()
+        self.state.rollback()
 
     def execute(self, tup: Tuple) -> None:
         """The bolt's ``execute``."""
@@ -101,11 +109,12 @@ class MicroBatchStatefulBolt(WrappedBolt):
         bolt = self.bolt
         if implements(bolt, SettlesBatch):
             bolt.settle_batch()
+        bolt.pre_prepare(self._batch)
         self.state.prepare_commit(self._batch)
         if self._durable:
             self._prepared_batch = self._batch
         else:
-            self.state.commit(self._batch)
+            self._commit(self._batch)
 
     def cleanup(self) -> None:
         """Clean the bolt up and close its state's store (prepared changes stay for the

@@ -3,9 +3,10 @@ checkpoints (Storm's ``IStatefulWindowedBolt``).
 
 The windows work as for any :class:`~squall.windowing.WindowedBolt`; the bolt's own
 state (totals over windows, say) is saved with every checkpoint and handed back by
-``init_state`` after a restart. The window contents themselves are not part of the
+``init_state`` after a restart. By default the window contents are not part of the
 state: a tuple still held in a window at a crash is replayed by its spout (at least
-once), and the windows are built again from the replays.
+once), and the windows are built again from the replays. ``with_persistence()`` saves
+them too (see :mod:`squall.state.persistent_windows`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,21 @@ class StatefulWindowedBolt(WindowedBolt):
     window, with the state as last committed. See ``docs/state.md``.
     """
 
+    _persistent = False
+
+    def with_persistence(self) -> StatefulWindowedBolt:
+        """Keep the window contents in the state too (Storm's persistent windowing): a
+        restarted topology fires the same windows, window tuples are acked once saved
+        (so the window span is not bounded by the message timeout), and emits are not
+        anchored. See ``docs/state.md``."""
+        self._persistent = True
+        return self
+
+    @property
+    def persistent(self) -> bool:
+        """Whether ``with_persistence()`` was called."""
+        return self._persistent
+
     def init_state(self, state: KeyValueState) -> None:
         """Receive the task's state (after ``prepare``, before any window)."""
 
@@ -43,6 +59,10 @@ class StatefulWindowedBolt(WindowedBolt):
 
     def to_bolt(self) -> Bolt:
         """The stateful bolt that runs this windowed bolt (used by ``set_bolt``)."""
+        if self._persistent:
+            from squall.state.persistent_windows import PersistentWindowedBoltExecutor
+
+            return PersistentWindowedBoltExecutor(self)
         return StatefulWindowedBoltExecutor(self)
 
 

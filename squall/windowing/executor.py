@@ -130,7 +130,7 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         self.failed: dict[int, Tuple] = {}
         self.late_tuples = 0
         self.windows_fired = 0
-        self.window_collector = WindowedOutputCollector(collector, self.failed)
+        self.window_collector = self.make_window_collector(collector)
         # The task starts now: the first processing-time window starts from here.
         start_ms = int(self.clock.now_ms())
         self.manager = WindowManager(self.spec, self._activate, self._expire, start_ms)
@@ -152,16 +152,24 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
             return
         watermarks = self.watermarks
         if watermarks is None:
-            self.manager.add(tup, int(self.clock.now_ms()))
+            self.keep(tup, int(self.clock.now_ms()))
             return
         ts = self._timestamp(tup)
         if watermarks.track((tup.source_component, tup.source_stream), ts):
-            self.manager.add(tup, ts)
+            self.keep(tup, ts)
             return
         self.late_tuples += 1
         if self.spec.late_stream is not None:
             self.collector.emit([list(tup.values)], tup, self.spec.late_stream)
         self.collector.ack(tup)
+
+    def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
+        """The collector the windowed bolt gets (in ``prepare``)."""
+        return WindowedOutputCollector(collector, self.failed)
+
+    def keep(self, tup: Tuple, ts: int) -> None:
+        """Put an input tuple (not late) in the windows, at timestamp ``ts``."""
+        self.manager.add(tup, ts)
 
     def _on_tick(self) -> None:
         if self.watermarks is None:
@@ -203,10 +211,16 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
             self.bolt.execute(window)
         except Exception as exc:
             self.collector.report_error(exc)
-            for tup in window.get():
-                collector.fail(tup)
+            self.window_failed(window)
         finally:
             collector.window_tuples = None
+
+    def window_failed(self, window: TupleWindow) -> None:
+        """The bolt's ``execute(window)`` raised (the error is reported): its tuples are
+        failed."""
+        fail = self.window_collector.fail
+        for tup in window.get():
+            fail(tup)
 
     def _expire(self, tuples: list[Tuple]) -> None:
         failed = self.failed

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from typing import Any
 
 from squall.model.tuple import Tuple
 from squall.windowing.spec import Count, Duration, WindowSpec
@@ -99,15 +98,22 @@ class WindowManager:
         """The tuples held, oldest timestamp first."""
         return list(self._tuples)
 
-    def add(self, tup: Tuple, ts: int) -> None:
-        """Track ``tup`` at timestamp ``ts``; with processing time and a count sliding
-        interval this may fire a window right away. With processing time, a tuple that
-        arrives in the millisecond of the last tick (or of the start) belongs to the
-        next window (the tick's window has fired). With event time, ``ts`` must not be
-        below the last watermark (the engine drops such late tuples before)."""
+    def kept_timestamp(self, ts: int) -> int:
+        """The timestamp under which :meth:`add` keeps a tuple given ``ts``: ``ts``
+        itself, except with processing time for a tuple that arrives in the millisecond
+        of the last tick (or of the start), which belongs to the next window (the tick's
+        window has fired)."""
         last_tick = self._last_tick
         if last_tick is not None and ts <= last_tick and not self.spec.event_time:
-            ts = last_tick + 1
+            return last_tick + 1
+        return ts
+
+    def add(self, tup: Tuple, ts: int) -> None:
+        """Track ``tup`` at timestamp ``ts`` (kept as :meth:`kept_timestamp` says); with
+        processing time and a count sliding interval this may fire a window right away.
+        With event time, ``ts`` must not be below the last watermark (the engine drops
+        such late tuples before)."""
+        ts = self.kept_timestamp(ts)
         timestamps = self._timestamps
         if not timestamps or ts >= timestamps[-1]:
             timestamps.append(ts)
@@ -255,12 +261,48 @@ class WindowManager:
         self.on_activation(TupleWindow(tuples, None, expired, start_ts, end_ts, previous))
         return True
 
-    def state(self) -> dict[str, Any]:
-        """Bookkeeping that is not tuples (for inspection and snapshots)."""
+    def bookkeeping(self) -> dict[str, int | None]:
+        """Where the windows stand, apart from the tuples (what :meth:`restore` takes
+        back): the next event-time window end, the tuples counted by event-time count
+        windows, the last processing-time tick, the tuples since the last trigger."""
         return {
-            "held": len(self._tuples),
             "next_window_end": self._next_window_end,
             "counted": self._counted,
             "last_tick": self._last_tick,
             "count_since_trigger": self._count_since_trigger,
         }
+
+    def held_entries(self) -> list[tuple[int, Tuple]]:
+        """The tuples held with the timestamps they are kept under, oldest first."""
+        return list(zip(self._timestamps, self._tuples, strict=True))
+
+    def expired_since_trigger(self) -> list[Tuple]:
+        """The tuples that left every window since the last trigger (the next window's
+        ``get_expired()``)."""
+        return list(self._expired_since_trigger)
+
+    def previous_window(self) -> list[Tuple]:
+        """The tuples of the last window fired (empty if the last trigger found none);
+        the next window's ``get_new()`` leaves them out."""
+        return self._previous_window
+
+    def restore(
+        self,
+        held: list[tuple[int, Tuple]],
+        expired: list[Tuple],
+        previous: list[Tuple],
+        bookkeeping: dict[str, int | None],
+    ) -> None:
+        """Start again from saved windows: ``held`` as :meth:`held_entries` gave it,
+        ``expired`` and ``previous`` as :meth:`expired_since_trigger` and
+        :meth:`previous_window` did, and ``bookkeeping`` from :meth:`bookkeeping`. No
+        window fires and nothing expires here."""
+        self._timestamps = [ts for ts, _ in held]
+        self._tuples = [tup for _, tup in held]
+        self._expired_since_trigger = list(expired)
+        self._previous_window = list(previous)
+        self._next_window_end = bookkeeping["next_window_end"]
+        self._counted = bookkeeping["counted"] or 0
+        self._last_tick = bookkeeping["last_tick"]
+        self._count_since_trigger = bookkeeping["count_since_trigger"] or 0
+        self._adds_since_compaction = 0

@@ -1,0 +1,337 @@
+"""Persistent windows: a :class:`~squall.state.windowed.StatefulWindowedBolt` whose
+window contents are saved with every checkpoint (Storm's persistent windowing,
+``with_persistence()``).
+
+Every input tuple put in a window is written to a second state of the task (namespace
+``<component>-<task index>-window``, next to the bolt's own state) and acked at once;
+as for any stateful bolt the engine holds the ack back until the checkpoint that saves
+the tuple has committed. With the tuples, each checkpoint saves where the windows stand
+(the window manager's bookkeeping and the watermarks), so:
+
+* a restarted task (or one whose transaction was rolled back) starts from the windows
+  as last committed, and the spouts replay exactly the tuples that came after; the
+  windows fire as they would have (a window that fired after the last commit fires
+  again: emits are at least once, as Storm's);
+* the window span is not bounded by the message timeout, and tuples held in windows do
+  not count against ``topology.max.spout.pending``: they are acked at the checkpoint
+  that saves them, not when they leave the windows.
+
+Emits are not anchored (the window's tuples are acked already): a downstream failure
+replays nothing. ``get_new()`` and ``get_expired()`` are exact across restarts: each
+checkpoint saves which tuples left the windows since the last trigger (their entries
+are deleted after the next trigger) and the bounds of the last window fired.
+
+Where it runs: on the bolt task's thread, as the windowed bolt's executor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.context import TopologyContext
+from squall.state.windowed import StatefulWindowedBoltExecutor
+from squall.windowing.executor import WindowedOutputCollector
+from squall.windowing.manager import WindowManager
+from squall.windowing.window import TupleWindow
+
+if TYPE_CHECKING:
+    from squall.state.base import BufferedKeyValueState, KeyValueState
+
+logger = logging.getLogger(__name__)
+
+#: The key, in a task's window state, of where the windows stand (the other keys are
+#: the tuples' sequence numbers).
+WINDOWS_KEY = "windows"
+
+
+def window_namespace(component_id: str, task_index: int) -> str:
+    """The namespace of a persistent windowed bolt task's window contents."""
+    return f"{component_id}-{task_index}-window"
+
+
+class PersistentWindowCollector(WindowedOutputCollector):
+    """The collector of a windowed bolt with persistent windows: emits are not
+    anchored (the window's tuples were acked when saved), and ``ack``/``fail`` of a
+    window tuple do nothing."""
+
+    def __init__(self, out: OutputCollector, component_id: str) -> None:
+        super().__init__(out, {})
+        self._component_id = component_id
+        self._warned_fail = False
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> list[int]:
+        """Emit ``values`` on ``stream``, unanchored (``anchors`` is ignored)."""
+        return self._out.emit(values, None, stream)
+
+    def emit_direct(
+        self,
+        task_id: int,
+        values: Sequence[Any],
+        anchors: Tuple | Sequence[Tuple] | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` to task ``task_id`` on a direct stream, unanchored."""
+        self._out.emit_direct(task_id, values, None, stream)
+
+    def fail(self, tup: Tuple) -> None:
+        """No effect: the tuple is saved in the windows and acked (a warning is logged
+        the first time)."""
+        if not self._warned_fail:
+            self._warned_fail = True
+            logger.warning(
+                "windowed bolt %r has persistent windows: fail() of a window tuple has "
+                "no effect (window tuples are acked once saved)",
+                self._component_id,
+            )
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """No effect: window tuples are acked once saved."""
+
+
+class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
+    """Runs a :class:`~squall.state.windowed.StatefulWindowedBolt` made with
+    ``with_persistence()``: see the module docstring."""
+
+    # -- set-up -----------------------------------------------------------------------
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """Nothing to check: window tuples are acked at the checkpoint that saves them,
+        so neither the message timeout nor ``topology.max.spout.pending`` bounds the
+        window."""
+
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
+        """Prepare as any windowed bolt and open the window state (the windows are
+        restored by ``init_state``)."""
+        from squall.state.providers import provider_for
+
+        self.context = context
+        self._stream_infos: dict[tuple[str, str], StreamInfo] = {}
+        self._initialized = False
+        super().prepare(conf, context, collector)
+        self.window_state: BufferedKeyValueState = provider_for(
+            conf, context.topology_name
+        ).make_state(
+            window_namespace(context.component_id, context.task_index),
+            f"windowed bolt {context.component_id!r} task {context.task_index} (windows)",
+        )
+        self._forget_entries()
+
+    def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
+        return PersistentWindowCollector(collector, self.component_id)
+
+    def _forget_entries(self) -> None:
+        #: The tuples saved (held, or left the windows and not yet deleted):
+        #: sequence number -> (timestamp kept under, tuple); and id(tuple) -> number.
+        self._entries: dict[int, tuple[int, Tuple]] = {}
+        self._seq_of: dict[int, int] = {}
+        self._next_seq = 0
+        #: Numbers from here on were never prepared: their deletion writes nothing.
+        self._unsaved_from = 0
+        #: Tuples that left the windows since the last prepare, still saved.
+        self._expired: list[Tuple] = []
+        #: The last window fired: [first ts, first seq, last ts, last seq, highest seq
+        #: saved when it fired] (see ``_restore``).
+        self._previous_bounds: list[int] | None = None
+
+    # -- tuples -----------------------------------------------------------------------
+
+    def keep(self, tup: Tuple, ts: int) -> None:
+        """Save the tuple, put it in the windows and ack it (the engine holds the ack
+        back until the checkpoint commits).
+
+        Raises:
+            StateSerializationError: a value of the tuple cannot be stored.
+        """
+        ts = self.manager.kept_timestamp(ts)
+        seq = self._next_seq
+        self.window_state.put(
+            seq, [ts, tup.source_component, tup.source_stream, tup.source_task, list(tup.values)]
+        )
+        self._next_seq = seq + 1
+        self._entries[seq] = (ts, tup)
+        self._seq_of[id(tup)] = seq
+        self.manager.add(tup, ts)
+        self.collector.ack(tup)
+
+    def _activate(self, window: TupleWindow) -> None:
+        tuples = window.get()
+        first, last = self._seq_of[id(tuples[0])], self._seq_of[id(tuples[-1])]
+        self._previous_bounds = [
+            self._entries[first][0],
+            first,
+            self._entries[last][0],
+            last,
+            self._next_seq - 1,
+        ]
+        super()._activate(window)
+
+    def window_failed(self, window: TupleWindow) -> None:
+        """The bolt's ``execute(window)`` raised (the error is reported); the tuples
+        stay in the windows (they are saved and acked)."""
+
+    def _expire(self, tuples: list[Tuple]) -> None:
+        """Tuples left the windows: their entries go at the next prepare after the next
+        trigger (until then they are that window's ``get_expired()``)."""
+        self._expired.extend(tuples)
+
+    def settle_batch(self) -> None:
+        """Nothing to settle: window tuples were acked when saved."""
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def init_state(self, state: KeyValueState) -> None:
+        """Restore the windows as last committed, then hand the bolt its state."""
+        self._restore()
+        self._initialized = True
+        self.bolt.init_state(state)
+
+    def pre_prepare(self, txid: int) -> None:
+        """The bolt's hook, then the windows are prepared for ``txid``."""
+        self.bolt.pre_prepare(txid)
+        self._save(txid)
+
+    def pre_commit(self, txid: int) -> None:
+        """The bolt's hook, then the windows prepared for ``txid`` are committed."""
+        self.bolt.pre_commit(txid)
+        self.window_state.commit(txid)
+
+    def pre_rollback(self) -> None:
+        """The bolt's hook, then the windows go back to the last commit (the tuples
+        since are replayed by their spouts)."""
+        self.bolt.pre_rollback()
+        self.window_state.rollback()
+        if self._initialized:
+            self._restore()
+
+    def _save(self, txid: int) -> None:
+        state = self.window_state
+        manager = self.manager
+        expired = self._expired
+        if expired:
+            pending = {id(tup) for tup in manager.expired_since_trigger()}
+            still: list[Tuple] = []
+            entries, seq_of, unsaved_from = self._entries, self._seq_of, self._unsaved_from
+            for tup in expired:
+                if id(tup) in pending:
+                    still.append(tup)
+                    continue
+                seq = seq_of.pop(id(tup))
+                del entries[seq]
+                if seq >= unsaved_from:
+                    state.discard_unsaved(seq)
+                else:
+                    state.delete(seq)
+            self._expired = still
+        seq_of = self._seq_of
+        watermarks = self.watermarks
+        state.put(
+            WINDOWS_KEY,
+            {
+                "next_seq": self._next_seq,
+                "bookkeeping": manager.bookkeeping(),
+                "expired": [seq_of[id(tup)] for tup in manager.expired_since_trigger()],
+                "previous": self._previous_bounds if manager.previous_window() else None,
+                "watermark": None
+                if watermarks is None
+                else [
+                    watermarks.last_watermark,
+                    [[c, s, ts] for (c, s), ts in watermarks.latest.items()],
+                ],
+            },
+        )
+        state.prepare_commit(txid)
+        self._unsaved_from = self._next_seq
+
+    def _restore(self) -> None:
+        """Rebuild the windows from the window state (as last committed, with the
+        prepared changes a recovery is about to commit)."""
+        self._forget_entries()
+        spec = self.spec
+        self.manager = WindowManager(spec, self._activate, self._expire, int(self.clock.now_ms()))
+        if self.watermarks is not None:
+            self.watermarks.latest.clear()
+            self.watermarks.last_watermark = None
+        saved = self.window_state.get(WINDOWS_KEY)
+        if saved is None:
+            return
+        entries = self._entries
+        for seq, value in self.window_state:
+            if seq == WINDOWS_KEY:
+                continue
+            ts, component, stream, task, values = value
+            entries[seq] = (ts, Tuple(values, self._stream_info(component, stream), task))
+        self._seq_of = {id(tup): seq for seq, (_, tup) in entries.items()}
+        left = set(saved["expired"])
+        ordered = sorted((ts, seq) for seq, (ts, _) in entries.items())
+        held = [(ts, seq) for ts, seq in ordered if seq not in left]
+        bounds = saved["previous"]
+        previous: list[Tuple] = []
+        if bounds is not None:
+            low, high, newest = (bounds[0], bounds[1]), (bounds[2], bounds[3]), bounds[4]
+            # The last window was a run of the tuples held then, in (ts, seq) order.
+            previous = [
+                entries[seq][1] for ts, seq in held if seq <= newest and low <= (ts, seq) <= high
+            ]
+        self._previous_bounds = bounds
+        self._expired = [entries[seq][1] for _, seq in ordered if seq in left]
+        self.manager.restore(
+            [(ts, entries[seq][1]) for ts, seq in held],
+            list(self._expired),
+            previous,
+            saved["bookkeeping"],
+        )
+        self._next_seq = self._unsaved_from = saved["next_seq"]
+        if self.watermarks is not None and saved["watermark"] is not None:
+            last, latest = saved["watermark"]
+            self.watermarks.last_watermark = last
+            self.watermarks.latest.update(((c, s), ts) for c, s, ts in latest)
+
+    def _stream_info(self, component: str, stream: str) -> StreamInfo:
+        info = self._stream_infos.get((component, stream))
+        if info is None:
+            try:
+                fields = self.context.get_component_output_fields(component, stream)
+            except KeyError as error:
+                raise ValueError(
+                    f"windowed bolt {self.component_id!r}: its saved windows hold tuples "
+                    f"of component {component!r} stream {stream!r}, which this topology "
+                    f"does not have ({error.args[0]})"
+                ) from None
+            info = self._stream_infos[(component, stream)] = StreamInfo(component, stream, fields)
+        return info
+
+    # -- snapshots (Spark) ------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_seq_of", None)  # by object id: rebuilt when unpickled
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        entries = state.get("_entries")
+        if entries is not None:
+            self._seq_of = {id(tup): seq for seq, (_, tup) in entries.items()}
+
+    def cleanup(self) -> None:
+        """Clean the bolt up, then close the window state's store."""
+        try:
+            super().cleanup()
+        finally:
+            window_state = getattr(self, "window_state", None)
+            if window_state is not None:
+                window_state.close()
+
+
+__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindowedBoltExecutor"]
