@@ -4,6 +4,7 @@ the stream's name and the hook a spout task uses (implemented in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from squall.model.tuple import Tuple
@@ -59,4 +60,18 @@ class BoltCheckpointing(Protocol):
 
     def failed(self, tup: Tuple) -> None:
         """The engine failed ``tup`` (its execute raised)."""
+        ...
+
+    def execute_inputs(
+        self,
+        popleft: Callable[[], Tuple],
+        count: int,
+        meter: Any,
+        stop_at: int,
+        on_error: Callable[[Tuple, Exception], None],
+    ) -> int:
+        """For a component without a basic bolt: execute up to ``count`` tuples taken
+        with ``popleft``, stopping before an execute once ``meter.transferred`` reaches
+        ``stop_at`` (when a meter is given); a tuple whose execute raised goes to
+        ``on_error`` (which fails it). Returns how many tuples were taken."""
         ...

@@ -127,10 +127,11 @@ class BoltRunner(TaskRunner):
         #: component checkpoint tuples and what it holds back.
         self.checkpointing: BoltCheckpointing | None = None
         self._basic_execute: Any = None
-        if isinstance(component, BoltCheckpointing) and component.basic_bolt is not None:
+        if isinstance(component, BoltCheckpointing):
             self.checkpointing = component
-            self.basic = True
-            self._basic_execute = component.basic_bolt.execute
+            if component.basic_bolt is not None:
+                self.basic = True
+                self._basic_execute = component.basic_bolt.execute
 
     def start(self) -> None:
         if self.basic and self.checkpointing is None:
@@ -184,18 +185,22 @@ class BoltRunner(TaskRunner):
             # The batch's first tuple is the process-latency sample: its ack ends it.
             collector.sample_tuple = inbox[0]
             collector.sample_start = started
-            execute = self.component.execute
-            ran = count
-            for index in range(count):
-                if meter is not None and meter.transferred >= stop_at:
-                    ran = index
-                    break
-                tup = popleft()
-                try:
-                    execute(tup)
-                except Exception as exc:
-                    self._failed(tup, exc)
-            count = ran
+            hook = self.checkpointing
+            if hook is not None:  # its loop: no call through the component per tuple
+                count = hook.execute_inputs(popleft, count, meter, stop_at, self._failed)
+            else:
+                execute = self.component.execute
+                ran = count
+                for index in range(count):
+                    if meter is not None and meter.transferred >= stop_at:
+                        ran = index
+                        break
+                    tup = popleft()
+                    try:
+                        execute(tup)
+                    except Exception as exc:
+                        self._failed(tup, exc)
+                count = ran
             collector.sample_tuple = None
         stats.busy_secs += perf_counter() - started
         stats.executed += count

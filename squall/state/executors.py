@@ -43,9 +43,6 @@ from squall.state.wrapped import WrappedBolt
 if TYPE_CHECKING:
     from squall.state.providers import StateProvider
 
-#: Roots of recent acks a stateful bolt combines before merging them (see
-#: ``StatefulBoltExecutor``).
-_RECENT_ROOTS = 1024
 #: The key, in a task's checkpoint namespace, of the trees it cannot vouch for.
 EXCLUDED_KEY = "excluded"
 
@@ -185,6 +182,51 @@ class CheckpointedBolt(WrappedBolt):
             alignment.held.append(tup)
             return
         self._run(tup)
+
+    def execute_inputs(
+        self,
+        popleft: Callable[[], Tuple],
+        count: int,
+        meter: Any,
+        stop_at: int,
+        on_error: Callable[[Tuple, Exception], None],
+    ) -> int:
+        """The runner's loop for a bolt that is not basic: as ``execute`` for each of up
+        to ``count`` tuples (``_run`` inline: the hot path of a stateful bolt), failures
+        going to ``on_error``; stops before an execute once ``meter.transferred`` reaches
+        ``stop_at``. Returns how many tuples were taken."""
+        execute = self.bolt.execute
+        alignment = self._alignment
+        unacked = self._unacked
+        checkpoints = CHECKPOINT_STREAM
+        # Whether every data tuple runs now (changes only with a checkpoint tuple).
+        flowing = self._ready and not alignment.holding
+        for index in range(count):
+            if meter is not None and meter.transferred >= stop_at:
+                return index
+            tup = popleft()
+            if not flowing or tup._info.stream_id == checkpoints:
+                try:
+                    self.execute(tup)
+                except Exception as error:
+                    on_error(tup, error)
+                flowing = self._ready and not alignment.holding
+                continue
+            self._current = tup
+            self._settled = False
+            try:
+                execute(tup)  # type: ignore[call-arg]
+            except Exception as error:
+                roots = tup._roots
+                if not self._settled and roots:  # failed now
+                    self._failed_roots.extend(roots[::2])
+                self._current = None
+                on_error(tup, error)
+                continue
+            self._current = None
+            if not self._settled and tup._roots:  # held by the bolt for later
+                unacked[id(tup)] = tup
+        return count
 
     def _waits(self, tup: Tuple) -> bool:
         alignment = self._alignment
@@ -344,10 +386,7 @@ class StatefulBoltExecutor(CheckpointedBolt):
         ``INITSTATE`` checkpoint)."""
         #: The acks held back, combined per root (root id -> XOR of the acked tuples'
         #: edge ids and ack values): those since the last prepare, those before it.
-        #: Combined, they keep no tuple alive until the commit. The latest land in the
-        #: small ``_recent`` first (the tuples of a tree come close together, and a
-        #: small dict stays in the processor's cache), merged into ``_acked`` in bulk.
-        self._recent: dict[int, int] = {}
+        #: Combined, they keep no tuple alive until the commit.
         self._acked: dict[int, int] = {}
         self._prepared: dict[int, int] = {}
         #: Inputs acked since the last prepare (one cell: the ack closure counts in it).
@@ -377,13 +416,11 @@ class StatefulBoltExecutor(CheckpointedBolt):
     def _ack_function(self) -> Callable[[Tuple], None]:
         """The bolt's ``collector.ack``: a closure over what it touches (the hottest
         call of a stateful bolt: once per input)."""
-        recent = self._recent
+        acked = self._acked
         counts = self._counts
         out = self._out
         stats = self._stats
         unacked = self._unacked
-        limit = _RECENT_ROOTS
-        stage = self._stage
 
         def hold_ack(tup: Tuple) -> None:
             if tup is self._current:
@@ -399,25 +436,15 @@ class StatefulBoltExecutor(CheckpointedBolt):
                 value = tup._ack_val
                 if len(roots) == 2:
                     root = roots[0]
-                    recent[root] = recent.get(root, 0) ^ roots[1] ^ value
+                    acked[root] = acked.get(root, 0) ^ roots[1] ^ value
                 else:
                     for position in range(0, len(roots), 2):
                         root = roots[position]
-                        recent[root] = recent.get(root, 0) ^ roots[position + 1] ^ value
-                if len(recent) >= limit:
-                    stage()
+                        acked[root] = acked.get(root, 0) ^ roots[position + 1] ^ value
             counts[0] += 1
 
         self._hold_ack = hold_ack
         return hold_ack
-
-    def _stage(self) -> None:
-        """Merge the recent acks into those since the last prepare."""
-        acked = self._acked
-        recent = self._recent
-        for root, value in recent.items():
-            acked[root] = acked.get(root, 0) ^ value
-        recent.clear()
 
     def act(self, txid: int, action: Action) -> None:
         """The checkpoint action on the bolt's state, then on its records."""
@@ -426,12 +453,14 @@ class StatefulBoltExecutor(CheckpointedBolt):
             bolt.pre_prepare(txid)
             state.prepare_commit(txid)
             super().act(txid, action)
-            self._stage()
-            prepared = self._prepared
-            for root, value in self._acked.items():
-                prepared[root] = prepared.get(root, 0) ^ value
+            prepared, acked = self._prepared, self._acked
+            if prepared:  # prepared again: the acks join those of the first attempt
+                for root, value in acked.items():
+                    prepared[root] = prepared.get(root, 0) ^ value
+            else:
+                self._prepared = acked.copy()
+            acked.clear()  # (the ack closure holds this dict)
             self._prepared_count += self._counts[0]
-            self._acked.clear()
             self._counts[0] = 0
         elif action is Action.COMMIT:
             bolt.pre_commit(txid)
@@ -444,7 +473,6 @@ class StatefulBoltExecutor(CheckpointedBolt):
             bolt.pre_rollback()
             state.rollback()
             super().act(txid, action)
-            self._stage()
             out.fail_trees(self._prepared.keys() | self._acked.keys())
             self._stats.failed += self._prepared_count + self._counts[0]
             self._prepared = {}
