@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,22 +14,11 @@ import pytest
 
 from squall import LocalCluster
 from squall.connectors.files import ProgressStore
+from tests.crashing import kill_after_progress, start_child
 from tests.helpers import wait_until
 from tests.state_topologies import NAME, checkpoint_record, committed_counts, conf, topology
 
-ROOT = Path(__file__).resolve().parent.parent
 WORDS = [f"w{n:02d}" for n in range(40)]
-
-
-def start_child(data: Path, state: Path, *crash_at: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.state_topologies", str(data), str(state), *crash_at],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
 
 
 def write_files(data: Path, rng: random.Random) -> Counter[str]:
@@ -61,23 +48,13 @@ def test_a_stateful_word_count_killed_again_and_again_ends_with_exact_counts(
     expected = write_files(data, rng)
     committed = 0
     for _ in range(4):
-        child = start_child(data, state)
+        child = start_child("tests.state_topologies", str(data), str(state))
 
-        def progressed(child: subprocess.Popen[bytes] = child, before: int = committed) -> bool:
-            return (
-                sum(committed_counts(str(state)).values()) > before
-                or child.poll() is not None
-                or all_done(data, 6)
-            )
+        def progressed(before: int = committed) -> bool:
+            return sum(committed_counts(str(state)).values()) > before or all_done(data, 6)
 
-        try:
-            # Kill once the run has committed something more, at a random point after.
-            wait_until(progressed, timeout=60.0, interval=0.01)
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
-            wait_until(lambda: rng.random() < 0.05, timeout=5.0, interval=0.005)
-        finally:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait(timeout=30)
+        # Kill once the run has committed something more, at a random point after.
+        kill_after_progress(child, progressed, rng)
         committed = sum(committed_counts(str(state)).values())
         assert committed <= sum(expected.values())
     with LocalCluster() as cluster:
@@ -106,7 +83,7 @@ def test_a_crash_inside_the_protocol_is_settled_by_the_restart(
 ) -> None:
     data, state = tmp_path / "data", tmp_path / "state"
     expected = write_files(data, random.Random(crash_at))
-    child = start_child(data, state, crash_at)
+    child = start_child("tests.state_topologies", str(data), str(state), crash_at)
     try:
         assert child.wait(timeout=60) == -signal.SIGKILL, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
     finally:

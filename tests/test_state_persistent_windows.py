@@ -7,11 +7,7 @@ state."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +30,13 @@ from squall.state.providers import provider_for
 from squall.testing import CapturingBolt, FeederSpout
 from tests import window_topologies
 from tests.conftest import Engine
+from tests.crashing import kill_after_progress, start_child
 from tests.helpers import wait_until
 from tests.test_core_windowing import STORM_PHASES, WATERMARK, FieldsRecorder, PhasedSpout
 from tests.test_local_windowing import hms
 from tests.test_state_engines import sqlite_conf
 
 NAME = "persistent-windows"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class WindowRecorder(StatefulWindowedBolt):
@@ -140,17 +136,6 @@ def test_a_restarted_topology_fires_the_windows_of_its_saved_contents(
     assert spout.failed() == []
 
 
-def start_child(data: Path, state: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.window_topologies", str(data), str(state)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
 def test_persistent_windows_killed_again_and_again_fire_each_window_once_in_the_state(
     tmp_path: Path,
 ) -> None:
@@ -163,19 +148,13 @@ def test_persistent_windows_killed_again_and_again_fire_each_window_once_in_the_
     expected = window_topologies.expected_windows(readings)
     committed = 0
     for _ in range(3):
-        child = start_child(data, state)
+        child = start_child("tests.window_topologies", str(data), str(state))
 
-        def progressed(child: subprocess.Popen[bytes] = child, before: int = committed) -> bool:
+        def progressed(before: int = committed) -> bool:
             executed = window_topologies.committed_archive(str(state))[0]
-            return executed > before or child.poll() is not None or executed == len(expected)
+            return executed > before or executed == len(expected)
 
-        try:
-            wait_until(progressed, timeout=60.0, interval=0.01)
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
-            wait_until(lambda: rng.random() < 0.05, timeout=5.0, interval=0.005)
-        finally:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait(timeout=30)
+        kill_after_progress(child, progressed, rng)
         committed, archive = window_topologies.committed_archive(str(state))
         assert committed == len(archive)
         assert archive == {end: expected[end] for end in archive}
@@ -269,10 +248,15 @@ def test_count_windows_go_on_counting_across_a_restart(engine: Engine, tmp_path:
     ]
 
 
-def single_window_topology(bolt: StatefulWindowedBolt, spout: FeederSpout) -> StormTopology:
+def single_window_topology(
+    bolt: StatefulWindowedBolt, spout: FeederSpout, out: CapturingBolt | None = None
+) -> StormTopology:
+    """``src`` -> ``win`` (-> ``out``, if given)."""
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
     builder.set_bolt("win", bolt).shuffle_grouping("src")
+    if out is not None:
+        builder.set_bolt("out", out).shuffle_grouping("win")
     return builder.create_topology()
 
 
@@ -294,14 +278,9 @@ def test_persistent_windows_are_bounded_neither_by_the_timeout_nor_by_pending_tu
                 cluster.submit_topology(
                     "refused", conf, single_window_topology(refused, FeederSpout(["v"]))
                 )
-        spout = FeederSpout(["v"])
+        spout, out = FeederSpout(["v"]), CapturingBolt()
         bolt = CountWindowRecorder().with_tumbling_window(Count(10)).with_persistence()
-        builder = TopologyBuilder()
-        builder.set_spout("src", spout)
-        builder.set_bolt("win", bolt).shuffle_grouping("src")
-        out = CapturingBolt()
-        builder.set_bolt("out", out).shuffle_grouping("win")
-        cluster.submit_topology(NAME, conf, builder.create_topology())
+        cluster.submit_topology(NAME, conf, single_window_topology(bolt, spout, out))
         for number in range(12):
             spout.feed([f"v{number}"], msg_id=number)
         wait_until(lambda: len(spout.acked) == 12)

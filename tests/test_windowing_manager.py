@@ -657,7 +657,7 @@ def test_event_time_count_windows_count_each_tuple_once_across_watermarks() -> N
         (["a", "b"], ["a", "b"], [], None, None),
         (["c", "d"], ["c", "d"], ["a", "b"], None, None),
     ]
-    assert rec.manager.state()["counted"] == 2
+    assert rec.manager.bookkeeping()["counted"] == 2
 
 
 def test_event_time_a_tuple_added_behind_the_count_ends_no_window() -> None:
