@@ -101,3 +101,50 @@ def test_a_run_on_a_checkpoint_directory_resumes_the_next_run_and_says_so(
         "(its spouts continue from there)."
     ) in second.output.replace("\n", " ")
     assert table_row(second.output, "numbers")["emitted"] == "0"  # nothing left to emit
+
+
+BROKEN = """
+from squall import BasicBolt, TopologyBuilder
+from squall.testing import FixedTupleSpout
+
+
+class NoDatabase(BasicBolt):
+    def prepare(self, conf, context):
+        raise ConnectionError("database unreachable")
+
+    def execute(self, tup, collector):
+        pass
+
+
+def build_topology():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
+    builder.set_bolt("store", NoDatabase()).shuffle_grouping("numbers")
+    return builder.create_topology()
+"""
+
+
+def test_a_topology_that_fails_ends_the_run_with_exit_code_1_and_the_reason(
+    spark: object, tmp_path: Path
+) -> None:
+    app = tmp_path / "broken.py"
+    app.write_text(textwrap.dedent(BROKEN), encoding="utf-8")
+    arguments = [str(app), "--engine", "spark", "--name", "broken", "--seconds", "120"]
+    arguments += ["--no-live", "--conf", "topology.spark.batch.retries=0"]
+    result = run_in_process(*arguments)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.endswith(
+        "Topology 'broken' failed: RuntimeError: bolt 'store' task 3: prepare raised "
+        "ConnectionError: database unreachable\n"
+    )
+    assert table_row(result.stdout, "numbers")["emitted"] == "1"
+
+
+def test_spark_settings_are_key_value_pairs_for_the_spark_engine_only(tmp_path: Path) -> None:
+    app = write_app(tmp_path)
+    result = run_in_process(app, "--spark-conf", "spark.executor.memory=2g")
+    assert result.exit_code == 2
+    assert "--spark-conf apply to --engine spark only" in result.output
+    result = run_in_process(app, "--engine", "spark", "--spark-conf", "spark.executor.memory")
+    assert result.exit_code == 2
+    assert "'spark.executor.memory' is not KEY=VALUE" in result.output

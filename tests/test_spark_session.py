@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from squall.cli.main import main
 from squall.spark.errors import SparkUnavailableError
 from squall.spark.runtime import session
-from squall.spark.runtime.javaerrors import innermost_cause
+from squall.spark.runtime.javaerrors import innermost_cause, python_failure
 from squall.spark.runtime.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
 from squall.spark.runtime.masters import check_master
 from squall.spark.runtime.session import QUICK_COMPILER, session_settings
@@ -278,3 +278,51 @@ def test_a_local_session_uses_the_quick_compiler_unless_the_user_chose() -> None
     )
     cluster = session_settings("spark://10.0.0.5:7077", True, None)
     assert "spark.driver.extraJavaOptions" not in cluster
+
+
+def test_only_a_local_session_is_pinned_to_loopback_without_a_ui() -> None:
+    """On a cluster, executors on other hosts connect back to the driver: its address,
+    and whether the UI runs, are left to Spark's own configuration (spark-defaults.conf)
+    unless the user sets them."""
+    pinned = {
+        "spark.ui.enabled": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+    }
+    for master in ("local", "local[2]", "local[*, 4]", "local-cluster[2, 1, 1024]"):
+        settings = session_settings(master, False, None)
+        assert {key: settings[key] for key in pinned} == pinned
+    for master in ("spark://10.0.0.5:7077", "yarn", "k8s://https://10.0.0.1:6443"):
+        settings = session_settings(master, False, None)
+        assert not set(pinned) & set(settings), master
+        chosen = session_settings(master, False, {"spark.driver.host": "10.0.0.9"})
+        assert chosen["spark.driver.host"] == "10.0.0.9"
+
+
+QUERY_FAILURE = """[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: \
+py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: \
+Traceback (most recent call last):
+  File "/site/pyspark/sql/utils.py", line 120, in call
+    raise e
+pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the \
+Python worker:
+Traceback (most recent call last):
+  File "/site/squall/spark/execute/bolttasks.py", line 99, in _start
+    raise RuntimeError(
+RuntimeError: bolt 'store' task 3: prepare raised ConnectionError: database unreachable
+
+\tat py4j.Protocol.getReturnValue(Protocol.java:476)
+\tat org.apache.spark.sql.execution.streaming.MicroBatchExecution.run(x.scala:1)
+"""
+
+
+def test_a_query_failure_is_named_by_the_python_exception_it_comes_from() -> None:
+    assert python_failure(QUERY_FAILURE) == (
+        "RuntimeError: bolt 'store' task 3: prepare raised ConnectionError: database unreachable"
+    )
+    assert python_failure("mylib.errors.StoreError: disk full\n") == (
+        "mylib.errors.StoreError: disk full"
+    )
+    java_only = "org.apache.spark.SparkException: Job aborted\nCaused by: java.io.IOException: gone"
+    assert python_failure(java_only) == "IOException: gone"
+    assert python_failure("[SOME_CLASS] something odd\nmore") == "something odd"

@@ -23,7 +23,7 @@ from squall.cli.loader import (
     load_topology,
     parse_conf_options,
 )
-from squall.cli.running import RunOptions, run_topology, squall_logging
+from squall.cli.running import RunOptions, failed, run_topology, squall_logging
 from squall.local.cluster import LocalCluster
 from squall.model.config import check_config_keys, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
@@ -105,23 +105,49 @@ def version() -> None:
     click.echo(f"squall {squall.__version__}")
 
 
-def _cluster(engine: str, master: str | None, checkpoint: str | None, verbose: bool) -> Any:
+def _cluster(
+    engine: str,
+    master: str | None,
+    checkpoint: str | None,
+    spark_conf: dict[str, str],
+    verbose: bool,
+) -> Any:
     """The engine ``squall run`` uses (Spark imported only when asked for).
 
     On Spark, without ``checkpoint`` the cluster checkpoints to a new temporary directory
     that its shutdown removes; with it, a topology resumes from what ``checkpoint``
-    holds of it.
+    holds of it. ``spark_conf`` settings go to the session squall starts.
     """
     if engine == "spark":
         from squall.spark import SparkCluster
 
-        return SparkCluster(master=master, checkpoint_dir=checkpoint, verbose=verbose)
+        return SparkCluster(
+            master=master, checkpoint_dir=checkpoint, spark_conf=spark_conf, verbose=verbose
+        )
     return LocalCluster()
+
+
+def parse_spark_conf(options: tuple[str, ...]) -> dict[str, str]:
+    """``--spark-conf KEY=VALUE`` options as Spark settings (values kept as text).
+
+    Raises:
+        click.BadParameter: an option without ``=`` or with an empty key.
+    """
+    settings: dict[str, str] = {}
+    for option in options:
+        key, equals, value = option.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(
+                f"{option!r} is not KEY=VALUE (e.g. spark.executor.memory=2g)",
+                param_hint="--spark-conf",
+            )
+        settings[key.strip()] = value
+    return settings
 
 
 def _spark_only(engine: str, **options: Any) -> None:
     """Refuse Spark's options with the local engine, which has no use for them."""
-    given = [name for name, value in options.items() if value is not None]
+    given = [name.replace("_", "-") for name, value in options.items() if value]
     if engine != "spark" and given:
         names = " and ".join(f"--{name}" for name in given)
         raise click.UsageError(f"{names} apply to --engine spark only")
@@ -196,10 +222,17 @@ def _spark_only(engine: str, **options: Any) -> None:
 @click.option(
     "--checkpoint",
     metavar="DIR",
-    type=click.Path(file_okay=False),
     help="Spark only: keep the run's checkpoint (spout logs, query progress, bolt state) in "
     "DIR and resume from it: a topology run again under the same name continues after "
     "its last micro-batch.  [default: a new temporary directory, removed at the end]",
+)
+@click.option(
+    "--spark-conf",
+    "spark_conf_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Spark only: a setting of the Spark session squall starts (repeatable), e.g. "
+    "spark.executor.memory=2g; it wins over squall's defaults and spark-defaults.conf.",
 )
 def run(
     target: str,
@@ -215,10 +248,12 @@ def run(
     engine: str,
     master: str | None,
     checkpoint: str | None,
+    spark_conf_options: tuple[str, ...],
 ) -> None:
     """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
-    (LocalCluster), or on Spark with --engine spark (SparkCluster; --master and
-    --checkpoint apply to Spark only, the other options to both engines).
+    (LocalCluster), or on Spark with --engine spark (SparkCluster; --master,
+    --checkpoint and --spark-conf apply to Spark only, the other options to both
+    engines).
 
     While it runs (--seconds, or until Ctrl-C; --until-idle ends it earlier once the
     topology is idle) a live table shows, per component: kind, tasks, tuples emitted,
@@ -238,10 +273,12 @@ def run(
     Errors in the file (syntax errors, exceptions while importing it or building the
     topology, an invalid topology, an open/prepare that raises) end the command with
     a message and exit code 1, as does a Spark that cannot start (a bad --master: one
-    line naming the cause). With --fail-on-error, so do errors reported while the
-    topology ran.
+    line naming the cause) and a topology that fails while it runs (on Spark, a query
+    that stops with an error: the run ends at once, with the summary and the reason).
+    With --fail-on-error, so do errors reported while the topology ran.
     """
-    _spark_only(engine, master=master, checkpoint=checkpoint)
+    _spark_only(engine, master=master, checkpoint=checkpoint, spark_conf=spark_conf_options)
+    spark_conf = parse_spark_conf(spark_conf_options)
     console = make_console()
     with user_errors():
         loaded, conf = _load(target, conf_options)
@@ -249,12 +286,16 @@ def run(
         options = RunOptions(seconds, refresh, live, drain, until_idle)
         with (
             squall_logging(console, verbose),
-            _cluster(engine, master, checkpoint, verbose) as cluster,
+            _cluster(engine, master, checkpoint, spark_conf, verbose) as cluster,
         ):
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source
             )
     console.print(summary_view(info, loaded.topology.component_ids()))
+    if failed(info):
+        reason = info.extra.get("failure") or "no reason given"
+        click.echo(f"Topology {topology_name!r} failed: {reason}", err=True)
+        click.get_current_context().exit(1)
     if fail_on_error and had_errors(info):
         click.echo("Errors were reported during the run: exit code 1 (--fail-on-error).", err=True)
         click.get_current_context().exit(1)

@@ -173,7 +173,7 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -
 
     if not (options.live and console.is_terminal):
         while remaining() > 0:
-            if wait(0.5):
+            if wait(0.5) or failed(cluster.get_topology_info(name)):
                 return
         return
     order = cluster.get_topology(name).component_ids()
@@ -181,9 +181,15 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -
     with Live(table, console=console, auto_refresh=False, transient=True) as view:
         while remaining() > 0:
             idle = wait(options.refresh_secs)
-            view.update(metrics_table(cluster.get_topology_info(name), order=order), refresh=True)
-            if idle:
+            info = cluster.get_topology_info(name)
+            view.update(metrics_table(info, order=order), refresh=True)
+            if idle or failed(info):
                 return
+
+
+def failed(info: TopologyInfo) -> bool:
+    """Whether the topology has failed (on Spark: a query stopped with an error)."""
+    return info.status == "FAILED"
 
 
 def _stop(cluster: Cluster, name: str, drain_secs: float, console: Console) -> TopologyInfo:

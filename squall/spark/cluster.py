@@ -27,6 +27,7 @@ from squall.spark.execute.figures import BatchFigures
 from squall.spark.plan.batch import SourcePlan, query_plans
 from squall.spark.plan.core import core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
+from squall.spark.runtime.javaerrors import python_failure
 from squall.spark.runtime.resources import Resources
 from squall.spark.runtime.session import get_session
 from squall.spark.sources.datasource import SpoutSource
@@ -256,22 +257,27 @@ class SparkCluster(TopologyRegistry[_Running]):
         ``extra["queries"]``: every query's), and the components.
 
         ``extra`` also holds ``resources`` (what the session runs on, e.g.
-        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``resumed_from_batch``
-        when the query resumed from its checkpoint. A bolt's (or stage's) capacity is
-        measured against the recent micro-batches' wall time (see
-        :mod:`squall.spark.control.capacity`)."""
+        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, ``resumed_from_batch``
+        when the query resumed from its checkpoint, and ``failure`` (one line: the
+        exception Spark's message comes from) when a query failed (``status``
+        ``"FAILED"``). A bolt's (or stage's) capacity is measured against the recent
+        micro-batches' wall time (see :mod:`squall.spark.control.capacity`)."""
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}
         per_query: dict[str, Any] = {}
+        failure: str | None = None
         for item in running.queries:
             end = self.watch.ended(item.query_id)
             if end is not None:
                 status = "FAILED" if end.error else "KILLED"
+                failure = failure or (python_failure(end.error) if end.error else None)
             components.update(item.driver.component_stats())
             per_query[item.key] = _batch_figures(item.driver.figures, item.resumed_from_batch)
         first = next(iter(per_query.values()))
         extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
+        if failure:
+            extra["failure"] = failure
         resources = self.resources.line()
         if resources:
             extra["resources"] = resources

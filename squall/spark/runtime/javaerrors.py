@@ -21,6 +21,31 @@ _JAVA_EXCEPTION = re.compile(
 _SUBMIT_ERROR = re.compile(r"^(?:Error|Exception): (.+)$")
 #: Lines of the Python side's own explanation, without Java (PySpark error classes).
 _PYSPARK_CLASS = re.compile(r"^\[[A-Z_]+\]\s*")
+#: The last line of a Python traceback: ``[module.]SomeError: message``.
+_PYTHON_EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.+)$")
+#: Exception names of the layers a Python worker's error travels through to the
+#: query's end: Java's, Scala's, Py4J's, PySpark's own.
+_WRAPPERS = ("org.", "java.", "javax.", "scala.", "py4j.", "pyspark.")
+
+
+def python_failure(text: str) -> str:
+    """The Python exception a query's failure comes from, as one line (``RuntimeError:
+    bolt 'store' task 3: prepare raised ...``): the last line of the last Python
+    traceback in ``text`` (Spark's message of a query that stopped with an error),
+    skipping the exceptions that wrap it on its way; else the innermost Java cause, else
+    the first line. Pure text work."""
+    found = ""
+    for raw in text.splitlines():
+        match = _PYTHON_EXCEPTION.match(raw.strip())
+        if match and not match.group(1).startswith(_WRAPPERS):
+            found = raw.strip()
+    if found:
+        return found
+    java = _from_java_trace(text)
+    if java:
+        return java
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return _PYSPARK_CLASS.sub("", first)
 
 
 def innermost_cause(error: BaseException, output: Sequence[str] = ()) -> str:

@@ -64,12 +64,23 @@ def session_settings(
     ``spark.driver.extraJavaOptions`` rather than replaced by them."""
     user_conf = {key: str(value) for key, value in (spark_conf or {}).items()}
     output_settings = output_conf(verbose, user_conf)
+    master = master or DEFAULT_MASTER
+    # A local session serves this process only: no UI, the driver on loopback. On a
+    # cluster, executors on other hosts connect back to the driver, and the UI is the
+    # operator's: Spark's own configuration (spark-defaults.conf) decides.
+    local_only = (
+        {
+            "spark.ui.enabled": "false",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": "127.0.0.1",
+        }
+        if is_local_master(master)
+        else {}
+    )
     settings = {
-        "spark.master": master or DEFAULT_MASTER,
+        "spark.master": master,
         "spark.app.name": "squall",
-        "spark.ui.enabled": "false",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
+        **local_only,
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
@@ -80,11 +91,17 @@ def session_settings(
     }
     if EXTRA_JAVA_OPTIONS in output_settings:  # the user's Java options, and quiet logs
         settings[EXTRA_JAVA_OPTIONS] = output_settings[EXTRA_JAVA_OPTIONS]
-    if settings["spark.master"].startswith("local[") or settings["spark.master"] == "local":
+    if is_local_master(master) and not master.startswith("local-cluster"):
         given = settings.get(EXTRA_JAVA_OPTIONS, "")
         if not any(flag in given for flag in _COMPILER_FLAGS):
             settings[EXTRA_JAVA_OPTIONS] = f"{given} {QUICK_COMPILER}".strip()
     return settings
+
+
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs everything in this machine's processes (``local``,
+    ``local[N]``, ``local[N, F]``, ``local-cluster[...]``)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
 def get_session(
