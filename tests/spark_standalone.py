@@ -1,0 +1,162 @@
+"""A Spark standalone cluster on this machine for the tests: a master and two workers
+started with ``spark-class`` from the installed PySpark, one core each.
+
+The second worker runs in a mount namespace of its own with a private ``/tmp`` (a
+tmpfs): like a worker on another host, it cannot see the files the driver (or the test)
+writes under ``/tmp``. The workers' directories (their executors' logs, and the scratch
+space in which executors on one host read each other's shuffle files) are under
+``/var/tmp``, which both see.
+
+Needs root (``unshare --mount``); :func:`start_cluster` raises :class:`Unavailable`
+otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+
+from tests.servers import free_port
+
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+SPARK_CLASS = os.path.join(SPARK_HOME, "bin", "spark-class")
+
+
+class Unavailable(RuntimeError):
+    """The cluster cannot be started here; the message says why."""
+
+
+@dataclass
+class Worker:
+    """A worker's process and work directory (its executors' logs are in
+    ``<work_dir>/<app id>/<executor id>/stderr``)."""
+
+    process: subprocess.Popen[bytes]
+    work_dir: Path
+    isolated: bool
+
+    def executor_logs(self) -> list[str]:
+        """The text of every executor log the worker has."""
+        return [path.read_text(errors="replace") for path in self.work_dir.glob("app-*/*/stderr")]
+
+    def finished_tasks(self) -> int:
+        """Tasks its executors finished."""
+        return sum(log.count("Finished task") for log in self.executor_logs())
+
+    def task_failures(self) -> list[str]:
+        """The exception line of every task its executors failed."""
+        failures = []
+        for log in self.executor_logs():
+            for match in re.finditer(r"Exception in task [^\n]*\n[^\n]*\n", log):
+                failures.append(match.group(0).strip())
+        return failures
+
+
+@dataclass
+class StandaloneCluster:
+    """The running cluster (see the module docstring)."""
+
+    master_url: str
+    master: subprocess.Popen[bytes]
+    workers: list[Worker]
+    directory: Path
+    shared: list[Path] = field(default_factory=list)
+
+    def stop(self) -> None:
+        """Kill every process (their groups) and remove the directories."""
+        for process in [self.master, *(worker.process for worker in self.workers)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        for worker in self.workers:
+            shutil.rmtree(worker.work_dir, ignore_errors=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _spawn(
+    command: list[str], log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as output:
+        return subprocess.Popen(
+            command,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "SPARK_HOME": SPARK_HOME, **(env or {})},
+            start_new_session=True,
+        )
+
+
+def _wait_for(condition: object, what: str, logs: list[Path], timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- {log}\n{log.read_text()[-2000:]}" for log in logs)
+            raise Unavailable(f"{what} did not happen within {timeout:g} s\n{tails}")
+        time.sleep(0.2)
+
+
+def start_cluster() -> StandaloneCluster:
+    """Start a master and two workers (the second with a private ``/tmp``); return once
+    both workers have registered.
+
+    Raises:
+        Unavailable: not root, no ``unshare``, or the cluster did not come up.
+    """
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        raise Unavailable("a worker with a private /tmp needs root and unshare")
+    directory = Path(tempfile.mkdtemp(prefix="squall-standalone-"))
+    port = free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    master_log = directory / "master.log"
+    master_args = ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())]
+    master_class = "org.apache.spark.deploy.master.Master"
+    master = _spawn([SPARK_CLASS, master_class, *master_args], master_log)
+    workers: list[Worker] = []
+    cluster = StandaloneCluster(master_url, master, workers, directory)
+    try:
+        worker_args = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1"]
+        worker_args += ["--cores", "1", "--memory", "1g"]
+        logs = [master_log]
+        for number, isolated in enumerate((False, True), start=1):
+            # Outside /tmp, which the isolated worker cannot see.
+            work_dir = Path(tempfile.mkdtemp(prefix=f"squall-worker{number}-", dir="/var/tmp"))
+            args = [*worker_args, "--webui-port", str(free_port()), "--work-dir", str(work_dir)]
+            command = [SPARK_CLASS, *args, master_url]
+            if isolated:
+                quoted = " ".join(f"'{part}'" for part in command)
+                command = [
+                    "unshare",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    f"mount -t tmpfs squall-private-tmp /tmp && exec {quoted}",
+                ]
+            # Executors on one host read each other's shuffle files from disk: their
+            # scratch space must be where the other worker sees it, as on one host.
+            scratch = work_dir / "scratch"
+            scratch.mkdir()
+            log = directory / f"worker{number}.log"
+            logs.append(log)
+            process = _spawn(command, log, {"SPARK_LOCAL_DIRS": str(scratch)})
+            workers.append(Worker(process, work_dir, isolated))
+        _wait_for(
+            lambda: master_log.read_text().count("Registering worker") >= 2,
+            "the registration of two workers",
+            logs,
+        )
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

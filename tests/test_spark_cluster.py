@@ -1,0 +1,116 @@
+"""squall on a Spark standalone cluster: a master and two workers, the second with a
+private ``/tmp`` as if on another host (see ``tests/spark_standalone.py``). Each run is
+a ``squall`` command in a process of its own (a session on the cluster's master)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import table_row
+from tests.servers import REQUIRE_SERVERS
+from tests.spark_standalone import StandaloneCluster, Unavailable, start_cluster
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORD_COUNT = """
+from squall import BasicBolt, TopologyBuilder
+from squall.testing import FixedTupleSpout
+
+SENTENCES = [[f"w{n % 7} w{n % 11} w{n % 13}"] for n in range(600)]
+
+
+class Split(BasicBolt):
+    outputs = ["word"]
+
+    def execute(self, tup, collector):
+        for word in tup["sentence"].split():
+            collector.emit([word])
+
+
+class Count(BasicBolt):
+    outputs = ["word", "count"]
+
+    def prepare(self, conf, context):
+        self.counts = {}
+
+    def execute(self, tup, collector):
+        word = tup["word"]
+        self.counts[word] = self.counts.get(word, 0) + 1
+        collector.emit([word, self.counts[word]])
+
+
+def build_topology():
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", FixedTupleSpout(SENTENCES, ["sentence"]))
+    builder.set_bolt("split", Split(), 2).shuffle_grouping("sentences")
+    builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+    return builder.create_topology()
+"""
+
+
+@pytest.fixture(scope="module")
+def standalone() -> Iterator[StandaloneCluster]:
+    try:
+        cluster = start_cluster()
+    except Unavailable as error:
+        if os.environ.get(REQUIRE_SERVERS) == "1":
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the driver and both workers see (not under /tmp)."""
+    path = Path(tempfile.mkdtemp(prefix="squall-shared-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def squall_run(app: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", "from squall.cli.main import main; main()", "run"]
+    options = ["--engine", "spark", "--until-idle", "--seconds", "120", "--no-live"]
+    return subprocess.run(
+        [*command, str(app), *options, *arguments],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_a_word_count_runs_on_both_workers_with_exact_counts(
+    standalone: StandaloneCluster, shared_dir: Path
+) -> None:
+    """Every micro-batch's stages run on both workers (one of which sees none of the
+    driver's /tmp) without a failed task, and every tuple is counted once."""
+    app = shared_dir / "words.py"
+    app.write_text(textwrap.dedent(WORD_COUNT), encoding="utf-8")
+    checkpoint = shared_dir / "checkpoint"
+    done = squall_run(app, "--master", standalone.master_url, "--checkpoint", str(checkpoint))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    sentences, split = table_row(done.stdout, "sentences"), table_row(done.stdout, "split")
+    count = table_row(done.stdout, "count")
+    assert (sentences["emitted"], sentences["acked"], sentences["failed"]) == ("600", "600", "0")
+    assert (split["executed"], split["emitted"]) == ("600", "1800")
+    assert (count["executed"], count["acked"], count["failed"]) == ("1800", "1800", "0")
+    for worker in standalone.workers:
+        assert worker.task_failures() == []
+        assert worker.finished_tasks() > 0, f"no task ran on worker {worker.work_dir}"
