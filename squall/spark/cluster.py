@@ -19,6 +19,7 @@ from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
+from squall.spark.control.location import local_checkpoint_path
 from squall.spark.control.queries import Query, start_batch_query, start_core_query
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.control.taskcache import TASKS
@@ -67,8 +68,10 @@ class SparkCluster(TopologyRegistry[_Running]):
             ``SparkUnavailableError`` before any JVM starts.
         spark: an existing ``SparkSession`` to use (not stopped by ``shutdown``, never
             reconfigured).
-        checkpoint_dir: where query checkpoints and spout logs live (default: a new
-            temporary directory, removed by ``shutdown``).
+        checkpoint_dir: where query checkpoints and spout logs live: a path or a
+            ``file:`` URI (default: a new temporary directory, removed by
+            ``shutdown``). On a cluster it must be a directory every executor sees.
+            Other URI schemes raise ``CheckpointLocationError``.
         spark_conf: extra Spark configuration for a session this cluster creates.
         clock: what the driver waits on between the attempts of a failed micro-batch;
             tests pass a :class:`~squall.runtime.clock.ManualClock` (its waits are
@@ -88,6 +91,8 @@ class SparkCluster(TopologyRegistry[_Running]):
         clock: Clock | None = None,
         verbose: bool = False,
     ) -> None:
+        # Checked before a session starts: a bad location fails at once.
+        location = local_checkpoint_path(checkpoint_dir) if checkpoint_dir else None
         if spark is None:
             from pyspark.sql import SparkSession
 
@@ -99,7 +104,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         self.spark = spark
         self.spark.dataSource.register(SpoutSource)
         self._temporary_checkpoint = not checkpoint_dir
-        self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="squall-spark-")
+        self.checkpoint_dir = location or tempfile.mkdtemp(prefix="squall-spark-")
         self.clock = clock or SYSTEM_CLOCK
         self.resources = Resources(self.spark.sparkContext)
         self.watch = TerminationWatch()
