@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -83,6 +85,39 @@ class StandaloneCluster:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def command_line(command: list[str]) -> str:
+    return " ".join(shlex.quote(part) for part in command)
+
+
+def installation_under_tmp() -> list[str]:
+    """The directories of this installation (the Python environment, squall's sources,
+    Spark) that are under ``/tmp``: a host has its own installation, so the isolated
+    worker keeps seeing these."""
+    import squall
+
+    candidates = {sys.prefix, str(Path(squall.__file__).resolve().parents[1]), SPARK_HOME}
+    inside = sorted(path for path in candidates if path.startswith("/tmp/"))
+    # Keep the outermost ones only (a venv inside the checkout goes with it).
+    return [path for path in inside if not any(path.startswith(f"{o}/") for o in inside)]
+
+
+def private_tmp_script(command: str, work_dir: Path) -> str:
+    """Shell commands, run in a new mount namespace, that put a private tmpfs over
+    ``/tmp`` (keeping the installation's directories under it, bound back at the same
+    paths) and then run ``command``."""
+    steps = []
+    kept = installation_under_tmp()
+    for number, path in enumerate(kept):
+        hold = work_dir / f"installation-{number}"
+        steps.append(f"mkdir -p {hold} && mount --bind {shlex.quote(path)} {hold}")
+    steps.append("mount -t tmpfs squall-private-tmp /tmp")
+    for number, path in enumerate(kept):
+        hold = work_dir / f"installation-{number}"
+        steps.append(f"mkdir -p {shlex.quote(path)} && mount --bind {hold} {shlex.quote(path)}")
+    steps.append(f"exec {command}")
+    return " && ".join(steps)
+
+
 def _spawn(
     command: list[str], log: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -133,16 +168,8 @@ def start_cluster() -> StandaloneCluster:
             args = [*worker_args, "--webui-port", str(free_port()), "--work-dir", str(work_dir)]
             command = [SPARK_CLASS, *args, master_url]
             if isolated:
-                quoted = " ".join(f"'{part}'" for part in command)
-                command = [
-                    "unshare",
-                    "--mount",
-                    "--propagation",
-                    "private",
-                    "sh",
-                    "-c",
-                    f"mount -t tmpfs squall-private-tmp /tmp && exec {quoted}",
-                ]
+                script = private_tmp_script(command_line(command), work_dir)
+                command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
             # Executors on one host read each other's shuffle files from disk: their
             # scratch space must be where the other worker sees it, as on one host.
             scratch = work_dir / "scratch"
