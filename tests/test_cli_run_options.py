@@ -3,10 +3,12 @@ belong to Spark, --fail-on-error, and help that names both engines."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from squall.cli.main import main
@@ -103,3 +105,25 @@ def test_help_names_both_engines_and_which_options_are_spark_only() -> None:
     assert re.search(r"--checkpoint DIR Spark only:", text)
     assert "--fail-on-error" in text
     assert "With --engine spark, also Spark's own output" in text
+
+
+def test_a_local_spark_run_keeps_sparks_scratch_space_in_a_directory_it_removes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from squall.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main, "_active_spark_session", lambda: False)
+    with cli_main.spark_scratch("spark", "local[2]", {"spark.executor.memory": "1g"}) as settings:
+        scratch = settings["spark.local.dir"]
+        assert os.path.isdir(scratch)
+        assert settings["spark.driver.extraJavaOptions"] == f"-Djava.io.tmpdir={scratch}"
+        assert settings["spark.executor.memory"] == "1g"
+    assert not os.path.exists(scratch)
+    chosen = {"spark.local.dir": "/data/spark", "spark.driver.extraJavaOptions": "-Xss4m"}
+    with cli_main.spark_scratch("spark", None, chosen) as settings:
+        scratch = settings["spark.driver.extraJavaOptions"].split("=", 1)[1]
+        assert settings["spark.local.dir"] == "/data/spark"  # the user's setting wins
+        assert settings["spark.driver.extraJavaOptions"] == f"-Xss4m -Djava.io.tmpdir={scratch}"
+    for engine, master in (("spark", "spark://10.0.0.5:7077"), ("local", None)):
+        with cli_main.spark_scratch(engine, master, {}) as settings:
+            assert settings == {}

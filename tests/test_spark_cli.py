@@ -54,10 +54,12 @@ def test_a_spark_run_prints_no_spark_output_and_an_intact_table(tmp_path: Path) 
     final table holds the exact counts. --fail-on-error: exit code 1 after it."""
     arguments = ["run", write_app(tmp_path), "--engine", "spark", "--master", "local[2]"]
     arguments += ["--until-idle", "--seconds", "300", "--no-live", "--fail-on-error"]
+    scratch = tmp_path / "tmp"  # the run's temporary files, and Spark's
+    scratch.mkdir()
     done = subprocess.run(
         [sys.executable, "-c", "from squall.cli.main import main; main()", *arguments],
         cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -72,6 +74,8 @@ def test_a_spark_run_prints_no_spark_output_and_an_intact_table(tmp_path: Path) 
     assert (picky["executed"], picky["acked"], picky["failed"]) == ("20", "16", "4")
     assert "ValueError: no multiples of five" in done.stdout
     assert done.stderr == "Errors were reported during the run: exit code 1 (--fail-on-error).\n"
+    # Nothing left behind but the interpreter's launcher, kept for the next runs.
+    assert sorted(path.name for path in scratch.iterdir()) == [f"squall-{os.getuid()}"]
 
 
 def run_in_process(*arguments: str) -> Result:

@@ -4,6 +4,7 @@ a ``squall`` command in a process of its own (a session on the cluster's master)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -83,13 +84,20 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def own_environment() -> dict[str, str]:
+    """This environment without the Python choices of the tests' local session (a
+    launcher under /tmp, which a worker on another host does not have)."""
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("PYSPARK_")}
+    return {**inherited, "COLUMNS": "200"}
+
+
 def squall_run(app: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", "from squall.cli.main import main; main()", "run"]
     options = ["--engine", "spark", "--until-idle", "--seconds", "120", "--no-live"]
     return subprocess.run(
         [*command, str(app), *options, *arguments],
         cwd=ROOT,
-        env={**os.environ, "COLUMNS": "200"},
+        env=own_environment(),
         capture_output=True,
         text=True,
         timeout=240,
@@ -114,3 +122,59 @@ def test_a_word_count_runs_on_both_workers_with_exact_counts(
     for worker in standalone.workers:
         assert worker.task_failures() == []
         assert worker.finished_tasks() > 0, f"no task ran on worker {worker.work_dir}"
+
+
+TRIDENT_DRPC = """
+import json
+import sys
+import time
+
+sys.path.insert(0, sys.argv[3])
+from trident_word_count import CONF, SENTENCES, build_topology, count_words
+
+from squall.drpc import LocalDRPC
+from squall.spark import SparkCluster
+
+every_word = " ".join(SENTENCES)
+with LocalDRPC(timeout_secs=60.0) as drpc, SparkCluster(
+    master=sys.argv[1], checkpoint_dir=sys.argv[2]
+) as cluster:
+    cluster.submit_topology("trident-words", CONF, build_topology(drpc))
+    deadline = time.monotonic() + 150.0
+    while count_words(drpc, every_word) < len(every_word.split()):
+        assert time.monotonic() < deadline, "the sentences were not counted in time"
+        time.sleep(0.1)
+    queries = ["cow four", "the", "to be", "unknown words"]
+    print(json.dumps({query: drpc.execute("words", query) for query in queries}))
+    cluster.kill_topology("trident-words")
+"""
+
+
+def test_the_trident_word_count_answers_drpc_queries_exactly(
+    standalone: StandaloneCluster, shared_dir: Path
+) -> None:
+    """The example's Trident word count on the cluster: its DRPC stream answers from
+    counts that hold every sentence once, and both workers run its tasks."""
+    app = shared_dir / "trident_words.py"
+    app.write_text(textwrap.dedent(TRIDENT_DRPC), encoding="utf-8")
+    before = [worker.finished_tasks() for worker in standalone.workers]
+    checkpoint = str(shared_dir / "checkpoint")
+    done = subprocess.run(
+        [sys.executable, str(app), standalone.master_url, checkpoint, str(ROOT / "examples")],
+        cwd=ROOT,
+        env=own_environment(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answers == {
+        "cow four": "[[2]]",
+        "the": "[[5]]",
+        "to be": "[[5]]",
+        "unknown words": "[[0]]",
+    }
+    for worker, earlier in zip(standalone.workers, before, strict=True):
+        assert worker.task_failures() == []
+        assert worker.finished_tasks() > earlier, f"no task ran on worker {worker.work_dir}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,6 +127,48 @@ def _cluster(
             master=master, checkpoint_dir=checkpoint, spark_conf=spark_conf, verbose=verbose
         )
     return LocalCluster()
+
+
+@contextmanager
+def spark_scratch(
+    engine: str, master: str | None, spark_conf: dict[str, str]
+) -> Iterator[dict[str, str]]:
+    """``spark_conf`` with Spark's scratch space in a new temporary directory, removed
+    when the run ends: for a Spark run on a local master that starts its own JVM (no
+    session is active in this process), ``spark.local.dir`` and the driver JVM's
+    ``java.io.tmpdir`` (where Spark leaves ``spark-*``, ``artifacts-*`` and native
+    libraries behind). The command's process owns that JVM, so nothing uses the
+    directory after the run. Settings the user gave win. (On a cluster, executors'
+    scratch space is their workers' to manage.)"""
+    if engine != "spark" or _active_spark_session():
+        yield spark_conf
+        return
+    from squall.spark.runtime.jvm import EXTRA_JAVA_OPTIONS
+    from squall.spark.runtime.pythonexec import is_local_master
+    from squall.spark.runtime.session import DEFAULT_MASTER
+
+    if not is_local_master(master or DEFAULT_MASTER):
+        yield spark_conf
+        return
+
+    scratch = tempfile.mkdtemp(prefix="squall-run-")
+    settings = dict(spark_conf)
+    settings.setdefault("spark.local.dir", scratch)
+    options = settings.get(EXTRA_JAVA_OPTIONS, "")
+    if "-Djava.io.tmpdir=" not in options:
+        settings[EXTRA_JAVA_OPTIONS] = f"{options} -Djava.io.tmpdir={scratch}".strip()
+    try:
+        yield settings
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _active_spark_session() -> bool:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return False
+    return SparkSession.getActiveSession() is not None
 
 
 def parse_spark_conf(options: tuple[str, ...]) -> dict[str, str]:
@@ -286,7 +330,8 @@ def run(
         options = RunOptions(seconds, refresh, live, drain, until_idle)
         with (
             squall_logging(console, verbose),
-            _cluster(engine, master, checkpoint, spark_conf, verbose) as cluster,
+            spark_scratch(engine, master, spark_conf) as settings,
+            _cluster(engine, master, checkpoint, settings, verbose) as cluster,
         ):
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source

@@ -19,7 +19,7 @@ from squall.spark.runtime.jvm import (
     start_quietly,
 )
 from squall.spark.runtime.masters import check_master
-from squall.spark.runtime.pythonexec import worker_python
+from squall.spark.runtime.pythonexec import is_local_master, worker_python
 from squall.spark.runtime.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
@@ -96,12 +96,6 @@ def session_settings(
         if not any(flag in given for flag in _COMPILER_FLAGS):
             settings[EXTRA_JAVA_OPTIONS] = f"{given} {QUICK_COMPILER}".strip()
     return settings
-
-
-def is_local_master(master: str) -> bool:
-    """Whether ``master`` runs everything in this machine's processes (``local``,
-    ``local[N]``, ``local[N, F]``, ``local-cluster[...]``)."""
-    return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
 def get_session(
