@@ -74,8 +74,9 @@ def test_a_spark_run_prints_no_spark_output_and_an_intact_table(tmp_path: Path) 
     assert (picky["executed"], picky["acked"], picky["failed"]) == ("20", "16", "4")
     assert "ValueError: no multiples of five" in done.stdout
     assert done.stderr == "Errors were reported during the run: exit code 1 (--fail-on-error).\n"
-    # Nothing left behind but the interpreter's launcher, kept for the next runs.
-    assert sorted(path.name for path in scratch.iterdir()) == [f"squall-{os.getuid()}"]
+    # Nothing left behind but the interpreter's launcher (if the run made one), kept for
+    # the next runs.
+    assert {path.name for path in scratch.iterdir()} <= {f"squall-{os.getuid()}"}
 
 
 def run_in_process(*arguments: str) -> Result:
