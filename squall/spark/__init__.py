@@ -10,5 +10,11 @@ from squall.spark.runtime.session import SparkUnavailableError
 require_spark_extra()
 
 from squall.spark.cluster import SparkCluster  # noqa: E402  (needs the extra checked first)
+from squall.spark.control.location import CheckpointLocationError  # noqa: E402
 
-__all__ = ["SparkCluster", "SparkExtraMissingError", "SparkUnavailableError"]
+__all__ = [
+    "CheckpointLocationError",
+    "SparkCluster",
+    "SparkExtraMissingError",
+    "SparkUnavailableError",
+]

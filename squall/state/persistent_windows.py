@@ -30,12 +30,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
 from squall.state.windowed import StatefulWindowedBoltExecutor
 from squall.windowing.executor import WindowedOutputCollector
-from squall.windowing.manager import WindowManager
 from squall.windowing.window import TupleWindow
 
 if TYPE_CHECKING:
@@ -55,32 +54,17 @@ def window_namespace(component_id: str, task_index: int) -> str:
 
 class PersistentWindowCollector(WindowedOutputCollector):
     """The collector of a windowed bolt with persistent windows: emits are not
-    anchored (the window's tuples were acked when saved), and ``ack``/``fail`` of a
-    window tuple do nothing."""
+    anchored (the window's tuples were acked when saved; ``anchors`` is ignored), and
+    ``ack``/``fail`` of a window tuple do nothing."""
 
     def __init__(self, out: OutputCollector, component_id: str) -> None:
         super().__init__(out, {})
         self._component_id = component_id
         self._warned_fail = False
 
-    def emit(
-        self,
-        values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
-        stream: str = DEFAULT_STREAM,
-    ) -> list[int]:
-        """Emit ``values`` on ``stream``, unanchored (``anchors`` is ignored)."""
-        return self._out.emit(values, None, stream)
-
-    def emit_direct(
-        self,
-        task_id: int,
-        values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
-        stream: str = DEFAULT_STREAM,
-    ) -> None:
-        """Emit ``values`` to task ``task_id`` on a direct stream, unanchored."""
-        self._out.emit_direct(task_id, values, None, stream)
+    def _anchors(self, anchors: Tuple | Sequence[Tuple] | None) -> Tuple | Sequence[Tuple] | None:
+        """Nothing: the window's tuples were acked when saved (``anchors`` is ignored)."""
+        return None
 
     def fail(self, tup: Tuple) -> None:
         """No effect: the tuple is saved in the windows and acked (a warning is logged
@@ -217,11 +201,12 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
     def _save(self, txid: int) -> None:
         state = self.window_state
         manager = self.manager
+        seq_of = self._seq_of
         expired = self._expired
         if expired:
             pending = {id(tup) for tup in manager.expired_since_trigger()}
             still: list[Tuple] = []
-            entries, seq_of, unsaved_from = self._entries, self._seq_of, self._unsaved_from
+            entries, unsaved_from = self._entries, self._unsaved_from
             for tup in expired:
                 if id(tup) in pending:
                     still.append(tup)
@@ -233,7 +218,6 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
                 else:
                     state.delete(seq)
             self._expired = still
-        seq_of = self._seq_of
         watermarks = self.watermarks
         state.put(
             WINDOWS_KEY,
@@ -257,8 +241,7 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
         """Rebuild the windows from the window state (as last committed, with the
         prepared changes a recovery is about to commit)."""
         self._forget_entries()
-        spec = self.spec
-        self.manager = WindowManager(spec, self._activate, self._expire, int(self.clock.now_ms()))
+        self.manager = self.new_manager()
         if self.watermarks is not None:
             self.watermarks.latest.clear()
             self.watermarks.last_watermark = None

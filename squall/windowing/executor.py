@@ -48,7 +48,7 @@ class WindowedOutputCollector:
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
         """Emit ``values`` on ``stream``, anchored to the window's tuples by default."""
-        return self._out.emit(values, self.window_tuples if anchors is None else anchors, stream)
+        return self._out.emit(values, self._anchors(anchors), stream)
 
     def emit_direct(
         self,
@@ -58,9 +58,11 @@ class WindowedOutputCollector:
         stream: str = DEFAULT_STREAM,
     ) -> None:
         """Emit ``values`` to task ``task_id`` on a direct stream, anchored likewise."""
-        self._out.emit_direct(
-            task_id, values, self.window_tuples if anchors is None else anchors, stream
-        )
+        self._out.emit_direct(task_id, values, self._anchors(anchors), stream)
+
+    def _anchors(self, anchors: Tuple | Sequence[Tuple] | None) -> Tuple | Sequence[Tuple] | None:
+        """What an emit is anchored to: ``anchors`` if given, else the window's tuples."""
+        return self.window_tuples if anchors is None else anchors
 
     def ack(self, tup: Tuple) -> None:
         """No effect: window tuples are acked when they leave the window."""
@@ -131,9 +133,7 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         self.late_tuples = 0
         self.windows_fired = 0
         self.window_collector = self.make_window_collector(collector)
-        # The task starts now: the first processing-time window starts from here.
-        start_ms = int(self.clock.now_ms())
-        self.manager = WindowManager(self.spec, self._activate, self._expire, start_ms)
+        self.manager = self.new_manager()
         self.watermarks: WatermarkTracker | None = None
         if self.spec.event_time:
             # System streams (e.g. "__system") and checkpoints carry no event time:
@@ -162,6 +162,11 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         if self.spec.late_stream is not None:
             self.collector.emit([list(tup.values)], tup, self.spec.late_stream)
         self.collector.ack(tup)
+
+    def new_manager(self) -> WindowManager:
+        """Empty windows, starting now: the first processing-time window starts from
+        the current time."""
+        return WindowManager(self.spec, self._activate, self._expire, int(self.clock.now_ms()))
 
     def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
         """The collector the windowed bolt gets (in ``prepare``)."""
