@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -216,3 +217,74 @@ class PostgresServer:
             self.stop("immediate")
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class S3Server:
+    """An S3-compatible server (moto's, from the ``moto[server]`` test dependency) on a
+    free loopback port, in memory, with one bucket made for the tests.
+
+    :meth:`environment` is what a client (pyarrow's S3 file system, in this process or
+    in Spark's workers) needs to reach it: the standard AWS variables.
+    """
+
+    BUCKET = "squall-tests"
+
+    def __init__(self) -> None:
+        # This environment's own (another on the PATH may be an older moto).
+        program = os.path.join(os.path.dirname(sys.executable), "moto_server")
+        if not os.path.exists(program):
+            missing_server("moto_server", "python3-moto")
+        self.program = program
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """The AWS settings that point a client at this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": "squall",
+            "AWS_SECRET_ACCESS_KEY": "squall",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
+
+    def start(self) -> S3Server:
+        """Start the server, wait until it accepts connections, and make the bucket."""
+        for attempt in range(3):  # another program may take the port between probe and bind
+            if attempt:
+                self.port = free_port()
+            self.process = subprocess.Popen(
+                [self.program, "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if _wait_for_port(self.port, self.process, 30.0):
+                break
+            self.stop()
+        else:
+            raise RuntimeError("moto_server did not start")
+        from pyarrow.fs import S3FileSystem
+
+        S3FileSystem(
+            access_key="squall",
+            secret_key="squall",
+            region="us-east-1",
+            endpoint_override=self.endpoint,
+            allow_bucket_creation=True,
+        ).create_dir(self.BUCKET)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import shutil
 import statistics
 import tempfile
 import time
@@ -19,16 +17,19 @@ from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
-from squall.spark.control.location import local_checkpoint_path
+from squall.spark.control import storage
+from squall.spark.control.location import CheckpointLocationError, checkpoint_location
 from squall.spark.control.queries import Query, start_batch_query, start_core_query
+from squall.spark.control.reach import check_executors_reach
 from squall.spark.control.rundir import QueryDirectory
-from squall.spark.control.taskcache import TASKS
+from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
 from squall.spark.plan.batch import SourcePlan, query_plans
 from squall.spark.plan.core import core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
 from squall.spark.runtime.javaerrors import python_failure
+from squall.spark.runtime.pythonexec import is_local_master
 from squall.spark.runtime.resources import Resources
 from squall.spark.runtime.session import get_session
 from squall.spark.sources.datasource import SpoutSource
@@ -68,10 +69,15 @@ class SparkCluster(TopologyRegistry[_Running]):
             ``SparkUnavailableError`` before any JVM starts.
         spark: an existing ``SparkSession`` to use (not stopped by ``shutdown``, never
             reconfigured).
-        checkpoint_dir: where query checkpoints and spout logs live: a path or a
-            ``file:`` URI (default: a new temporary directory, removed by
-            ``shutdown``). On a cluster it must be a directory every executor sees.
-            Other URI schemes raise ``CheckpointLocationError``.
+        checkpoint_dir: where query checkpoints, spout logs and task snapshots live: a
+            path, a ``file:`` URI, or a URI of a file system Spark and ``pyarrow.fs``
+            both reach (``hdfs://``, ``s3a://`` ...). Default: Spark's
+            ``spark.sql.streaming.checkpointLocation`` if set, else on a local master a
+            new temporary directory (removed by ``shutdown``). On a cluster (any other
+            master) the location must be one every node reaches; it is checked with a
+            small Spark job when the cluster is made, and a cluster master without
+            either setting raises ``CheckpointLocationError``, as does a location
+            squall cannot use.
         spark_conf: extra Spark configuration for a session this cluster creates.
         clock: what the driver waits on between the attempts of a failed micro-batch;
             tests pass a :class:`~squall.runtime.clock.ManualClock` (its waits are
@@ -92,7 +98,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         verbose: bool = False,
     ) -> None:
         # Checked before a session starts: a bad location fails at once.
-        location = local_checkpoint_path(checkpoint_dir) if checkpoint_dir else None
+        location = checkpoint_location(checkpoint_dir) if checkpoint_dir else None
         if spark is None:
             from pyspark.sql import SparkSession
 
@@ -100,15 +106,46 @@ class SparkCluster(TopologyRegistry[_Running]):
             spark = get_session(master, spark_conf, verbose)
         else:
             self._owns_session = False
+        try:
+            location = self._location(spark, location)
+        except BaseException:
+            if self._owns_session:
+                spark.stop()
+            raise
         super().__init__()
         self.spark = spark
         self.spark.dataSource.register(SpoutSource)
-        self._temporary_checkpoint = not checkpoint_dir
+        self._temporary_checkpoint = location is None
         self.checkpoint_dir = location or tempfile.mkdtemp(prefix="squall-spark-")
         self.clock = clock or SYSTEM_CLOCK
         self.resources = Resources(self.spark.sparkContext)
         self.watch = TerminationWatch()
         self.watch.attach(self.spark)
+
+    @staticmethod
+    def _location(spark: SparkSession, given: str | None) -> str | None:
+        """The checkpoint location: the one given, else Spark's
+        ``spark.sql.streaming.checkpointLocation``, else on a local master None (a
+        temporary directory). On a cluster, the location is checked to be shared by
+        the driver and the executors.
+
+        Raises:
+            CheckpointLocationError: a cluster master and no location, a location
+                squall cannot use, or one the executors do not share.
+        """
+        configured = spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+        location = given or (checkpoint_location(configured) if configured else None)
+        master = spark.sparkContext.master or "local"
+        if is_local_master(master):
+            return location
+        if location is None:
+            raise CheckpointLocationError(
+                f"on the cluster {master} the checkpoint must be a location every node "
+                "reaches: give checkpoint_dir (squall run --checkpoint), e.g. a shared "
+                "mount, hdfs:// or s3a://, or set spark.sql.streaming.checkpointLocation"
+            )
+        check_executors_reach(spark, location)
+        return location
 
     def submit_topology(
         self, name: str, conf: dict[str, Any] | None, topology: StormTopology
@@ -131,6 +168,17 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._claim(name)
         pickle_user_code_by_value(topology)
         run_key = f"{name}-{uuid.uuid4().hex}"
+        LIVE_RUNS.add(run_key)
+        try:
+            self._start(name, conf, topology, run_key)
+        except BaseException:
+            LIVE_RUNS.discard(run_key)
+            raise
+
+    def _start(
+        self, name: str, conf: dict[str, Any], topology: StormTopology, run_key: str
+    ) -> None:
+        """Start the queries of ``topology`` as run ``run_key``."""
         bridges: list[DRPCServer] = []
         queries: list[Query] = []
         if is_core(topology):
@@ -180,7 +228,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 "topology %r resumes from checkpoint %s after batch %d: its spouts continue "
                 "from there (another name or checkpoint directory starts afresh)",
                 name,
-                os.path.join(self.checkpoint_dir, name),
+                storage.join(self.checkpoint_dir, name),
                 resumed[0],
             )
 
@@ -255,6 +303,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 bridge.stop()
             with self._lock:
                 self._topologies.pop(name, None)
+            LIVE_RUNS.discard(running.run_key)
             TASKS.forget(running.run_key)
 
     def get_topology_info(self, name: str) -> TopologyInfo:
@@ -310,7 +359,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 self.spark.stop()
         finally:
             if self._temporary_checkpoint:
-                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+                storage.remove_tree(self.checkpoint_dir)
 
 
 def _batch_figures(figures: BatchFigures, resumed_from_batch: int | None) -> dict[str, Any]:

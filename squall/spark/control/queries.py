@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from squall.model.fields import Fields
 from squall.runtime import codepickle
 from squall.runtime.clock import Clock
+from squall.spark.control import storage
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.batchpipeline import BatchPipeline
 from squall.spark.execute.corepipeline import CorePipeline
@@ -240,8 +241,7 @@ def start_batch_query(
             source.output_fields,
             files.coordination,
         )
-        with open(files.setup, "wb") as handle:
-            handle.write(codepickle.dumps(setup))
+        storage.write_bytes(files.setup, codepickle.dumps(setup))
         logs[source.component_id] = SpoutLog(files.spout_log)
         reader = (
             spark.readStream.format(SOURCE_NAME)

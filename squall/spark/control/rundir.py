@@ -13,45 +13,25 @@ topology, ``spouts`` or a DRPC stream's spout for a Trident or transactional one
 
 The cluster (driver) writes the markers and set-ups; the sources' processes and the
 executors read them and write their own (``closed``, ``polls``, ``stats.pickle``). The
-directory must be visible to the driver and the executors.
+directory must be visible to the driver and the executors: a local directory on a
+local master, on a cluster a location every node reaches (a shared mount, HDFS, S3).
+Every file is read and written through ``control.storage``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pickle
 from typing import NamedTuple
 
 from squall.runtime.metrics import ComponentStats
-
-
-def write_atomically(path: str, payload: bytes, durable: bool = True) -> None:
-    """Replace ``path`` with ``payload`` (readers see the old or the new file, never a
-    part); ``durable``: on disk before it replaces the old one."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "wb") as handle:
-        handle.write(payload)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(temporary, path)
+from squall.spark.control import storage
+from squall.spark.control.storage import join
 
 
 def _safe(name: str) -> str:
     """A component id or query key as one path component."""
     return name.replace("/", "_")
-
-
-def _touch(path: str) -> None:
-    with open(path, "w"):
-        pass
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
 
 
 class Polls(NamedTuple):
@@ -81,8 +61,7 @@ class CheckpointDirectory:
         if batch_id < 0:
             return ends
         try:
-            with open(os.path.join(self.path, "offsets", str(batch_id))) as handle:
-                lines = handle.read().splitlines()[2:]
+            lines = storage.read_text(join(self.path, "offsets", str(batch_id))).splitlines()[2:]
         except FileNotFoundError:
             return ends
         for line in lines:
@@ -101,10 +80,7 @@ class CheckpointDirectory:
     def last_committed_batch(self) -> int | None:
         """The id of the newest micro-batch committed, or None (a new checkpoint): a
         query started on this checkpoint goes on after it."""
-        try:
-            names = os.listdir(os.path.join(self.path, "commits"))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+        names = storage.listdir(join(self.path, "commits"))
         ids = [int(name) for name in names if name.isdigit()]
         return max(ids) if ids else None
 
@@ -124,71 +100,69 @@ class SourceDirectory:
     @property
     def spout_log(self) -> str:
         """The spout log's directory (see ``sources.spoutlog``)."""
-        return os.path.join(self.path, "spout-log")
+        return join(self.path, "spout-log")
 
     @property
     def setup(self) -> str:
         """A Trident or transactional source's set-up."""
-        return os.path.join(self.path, "setup.pickle")
+        return join(self.path, "setup.pickle")
 
     @property
     def coordination(self) -> str:
         """A coordinated spout's coordination store."""
-        return os.path.join(self.path, "coordination")
+        return join(self.path, "coordination")
 
     @property
     def stats(self) -> str:
         """A core spout's metrics, written by its source."""
-        return os.path.join(self.path, "stats.pickle")
+        return join(self.path, "stats.pickle")
 
     @property
     def closed(self) -> str:
         """A core spout's source has closed its tasks."""
-        return os.path.join(self.path, "closed")
+        return join(self.path, "closed")
 
     @property
     def polls(self) -> str:
         """A core spout's polls (see :class:`Polls`)."""
-        return os.path.join(self.path, "polls")
+        return join(self.path, "polls")
 
     def make(self) -> None:
         """Create the directory (driver)."""
-        os.makedirs(self.path, exist_ok=True)
+        storage.makedirs(self.path)
 
     def clear_markers(self) -> None:
         """Remove what a core spout's source of an earlier run said (driver)."""
-        _remove(self.closed)
-        _remove(self.polls)
+        storage.remove(self.closed)
+        storage.remove(self.polls)
 
     def is_closed(self) -> bool:
         """Whether the source has closed its spout tasks."""
-        return os.path.exists(self.closed)
+        return storage.exists(self.closed)
 
     def read_polls(self) -> Polls | None:
         """What the source last wrote about its polls (None before any)."""
         try:
-            with open(self.polls) as handle:
-                return Polls(*(int(n) for n in handle.read().split()))
+            return Polls(*(int(n) for n in storage.read_text(self.polls).split()))
         except (OSError, ValueError, TypeError):
             return None
 
     def write_polls(self, polls: Polls) -> None:
         """Say what the source's polls are (its process)."""
-        write_atomically(self.polls, " ".join(map(str, polls)).encode(), durable=False)
+        storage.write_bytes(self.polls, " ".join(map(str, polls)).encode(), durable=False)
 
     def write_stats(self, stats: ComponentStats) -> None:
         """Write the spout's metrics for the driver (its source's process)."""
-        write_atomically(self.stats, pickle.dumps(stats))
+        storage.write_bytes(self.stats, pickle.dumps(stats))
 
     def mark_closed(self) -> None:
         """Say that the source has closed its spout tasks (its process)."""
-        write_atomically(self.closed, b"")
+        storage.write_bytes(self.closed, b"")
 
     def read_stats(self) -> ComponentStats | None:
         """The spout's metrics the source last wrote (None before any)."""
         try:
-            with open(self.stats, "rb") as handle:
-                stats: ComponentStats = pickle.load(handle)
+            stats: ComponentStats = pickle.loads(storage.read_bytes(self.stats))
         except (OSError, EOFError, pickle.UnpicklingError):
             return None
         return stats
@@ -203,72 +177,72 @@ class QueryDirectory:
     @classmethod
     def of(cls, checkpoint_dir: str, topology: str, query: str) -> QueryDirectory:
         """The directory of query ``query`` of topology ``topology``."""
-        return cls(os.path.join(checkpoint_dir, topology, _safe(query)))
+        return cls(join(checkpoint_dir, topology, _safe(query)))
 
     @property
     def name(self) -> str:
         """The query's name as a path component."""
-        return os.path.basename(self.path)
+        return storage.basename(self.path)
 
     @property
     def paused(self) -> str:
         """The topology is deactivated while this file exists."""
-        return os.path.join(self.path, "paused")
+        return join(self.path, "paused")
 
     @property
     def closing(self) -> str:
         """A core topology's spouts close their tasks once this file exists."""
-        return os.path.join(self.path, "closing")
+        return join(self.path, "closing")
 
     @property
     def checkpoint(self) -> CheckpointDirectory:
         """Spark's checkpoint of the query."""
-        return CheckpointDirectory(os.path.join(self.path, "checkpoint"))
+        return CheckpointDirectory(join(self.path, "checkpoint"))
 
     @property
     def state(self) -> str:
         """Where a core topology's bolt tasks keep their snapshots."""
-        return os.path.join(self.path, "state")
+        return join(self.path, "state")
 
     def core_setup(self, run_key: str) -> str:
         """The set-up file of core run ``run_key`` (one per run: Python workers keep a
         set-up until its file is gone)."""
-        return os.path.join(self.path, f"setup-{run_key}.pickle")
+        return join(self.path, f"setup-{run_key}.pickle")
 
     def remove_core_setup(self, path: str) -> None:
         """Remove a core run's set-up file (its run is over)."""
-        _remove(path)
+        storage.remove(path)
 
     def source(self, source_id: str) -> SourceDirectory:
         """The directory of source ``source_id``."""
-        return SourceDirectory(os.path.join(self.path, _safe(source_id)))
+        return SourceDirectory(join(self.path, _safe(source_id)))
 
     def make(self) -> None:
         """Create the directory and clear what an earlier run left: the pause and close
         markers and earlier core runs' set-ups (driver)."""
-        os.makedirs(self.path, exist_ok=True)
-        _remove(self.paused)
-        _remove(self.closing)
-        for name in os.listdir(self.path):
+        storage.makedirs(self.path)
+        storage.remove(self.paused)
+        storage.remove(self.closing)
+        for name in storage.listdir(self.path):
             if name.startswith("setup-") and name.endswith(".pickle"):
-                _remove(os.path.join(self.path, name))
+                storage.remove(join(self.path, name))
 
     def pause(self) -> None:
         """Deactivate: the sources stop polling (driver)."""
-        _touch(self.paused)
+        storage.write_bytes(self.paused, b"", durable=False)
 
     def resume(self) -> None:
         """Activate: the sources poll again (driver)."""
-        _remove(self.paused)
+        storage.remove(self.paused)
 
     def is_paused(self) -> bool:
         """Whether the topology is deactivated (sources' processes)."""
-        return os.path.exists(self.paused)
+        return storage.exists(self.paused)
 
     def close(self) -> None:
         """Ask a core topology's sources to close their spout tasks (driver)."""
-        _touch(self.closing)
+        storage.write_bytes(self.closing, b"", durable=False)
 
     def is_closing(self) -> bool:
         """Whether the topology is being killed (sources' processes)."""
-        return os.path.exists(self.closing)
+        return storage.exists(self.closing)

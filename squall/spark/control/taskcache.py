@@ -13,6 +13,7 @@ Python workers, each with its own cache. Only the thread running a task touches 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
@@ -71,3 +72,33 @@ class TaskCache:
 
 #: This process's cache.
 TASKS = TaskCache()
+
+
+class LiveRuns:
+    """The topology runs started and not yet killed by this process's clusters (the
+    driver). Stage tasks carry them, so an executor's worker drops what it keeps for
+    any other run (see ``execute.bolttasks.forget_finished_runs``) without reading
+    anything from the checkpoint."""
+
+    def __init__(self) -> None:
+        self._runs: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, run: str) -> None:
+        """Run ``run`` started."""
+        with self._lock:
+            self._runs.add(run)
+
+    def discard(self, run: str) -> None:
+        """Run ``run`` was killed."""
+        with self._lock:
+            self._runs.discard(run)
+
+    def snapshot(self) -> frozenset[str]:
+        """The live runs now."""
+        with self._lock:
+            return frozenset(self._runs)
+
+
+#: The driver's live runs.
+LIVE_RUNS = LiveRuns()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -49,7 +48,6 @@ from squall.spark.execute.snapshots import (
     task_directory,
 )
 from squall.spark.execute.taskstate import (
-    SETUP_PATH,
     CoreSetup,
     collection_paused,
     core_setup,
@@ -186,13 +184,12 @@ class LiveBolt:
         return packets, TaskReport(figures, acks, fails)
 
 
-def forget_finished_runs(current: str) -> None:
-    """Drop what other runs keep in this process (their live tasks, after their
-    ``cleanup``) once their set-up file is gone: the cluster removes it when it kills
-    the topology."""
+def forget_finished_runs(current: str, live_runs: frozenset[str]) -> None:
+    """Drop what the runs that are no longer live keep in this process (their live
+    tasks, after their ``cleanup``): ``live_runs`` are the driver's runs when the stage
+    was made; a run killed since is forgotten by a later stage."""
     for run_key in TASKS.runs():
-        path = TASKS.peek(run_key, SETUP_PATH)
-        if run_key != current and path is not None and not os.path.exists(path):
+        if run_key != current and run_key not in live_runs:
             TASKS.forget(run_key)
 
 
@@ -214,9 +211,11 @@ def stage_function(
     batch_id: int,
     attempt: int,
     reports: Accumulator[Reports],
+    live_runs: frozenset[str],
 ) -> ArrowFunction:
     """The ``mapInArrow`` function running bolt ``component_id`` in batch ``batch_id``:
-    each task whose packets are in the partition runs them (tick packets first)."""
+    each task whose packets are in the partition runs them (tick packets first); what
+    the worker keeps for runs not in ``live_runs`` is dropped first."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_process()
@@ -228,7 +227,7 @@ def stage_function(
         import pyarrow as pa
 
         setup = core_setup(run_key, setup_path)
-        forget_finished_runs(run_key)
+        forget_finished_runs(run_key, live_runs)
         infos = setup.core.infos
         by_task: dict[int, list[Packet]] = {}
         for batch in batches:

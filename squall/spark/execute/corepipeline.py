@@ -27,6 +27,7 @@ from squall.model.grouping import GroupingKind
 from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import QueryDirectory
+from squall.spark.control.taskcache import LIVE_RUNS
 from squall.spark.execute.bolttasks import stage_function, tick_packets
 from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
@@ -194,7 +195,13 @@ class CorePipeline:
             if not self._aligned(stage, rate is not None, ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
-                self.run_key, self.setup_path, stage.component_id, batch_id, attempt, self.reports
+                self.run_key,
+                self.setup_path,
+                stage.component_id,
+                batch_id,
+                attempt,
+                self.reports,
+                LIVE_RUNS.snapshot(),
             )
             output = inputs.mapInArrow(function, PACKET_SCHEMA)
             if readers.get(stage.component_id, 0):

@@ -11,15 +11,15 @@ process.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import pickle
 import re
 from typing import Any, NamedTuple
 
 from squall.runtime.codepickle import CodePickler
 from squall.runtime.routing import StreamRoute
+from squall.spark.control import storage
+from squall.spark.control.storage import join
 
 PICKLE = pickle.HIGHEST_PROTOCOL
 
@@ -103,13 +103,13 @@ class SnapshotStore:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        os.makedirs(directory, exist_ok=True)
+        storage.makedirs(directory)
 
     def batches(self) -> list[int]:
         """Batch ids with a snapshot, ascending."""
         return sorted(
             int(match.group(1))
-            for match in map(_SNAPSHOT.match, os.listdir(self.directory))
+            for match in map(_SNAPSHOT.match, storage.listdir(self.directory))
             if match is not None
         )
 
@@ -118,26 +118,20 @@ class SnapshotStore:
         older ones are removed (their batches were committed)."""
         before = [b for b in self.batches() if b < batch_id]
         for old in before[:-1]:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._path(old))
+            storage.remove(self._path(old))
         return before[-1] if before else None
 
     def _path(self, batch_id: int) -> str:
-        return os.path.join(self.directory, f"{batch_id}.snapshot")
+        return join(self.directory, f"{batch_id}.snapshot")
 
     def read(self, batch_id: int) -> TaskSnapshot:
         """The snapshot taken after ``batch_id``."""
-        with open(self._path(batch_id), "rb") as handle:
-            return TaskSnapshot(*pickle.load(handle))
+        return TaskSnapshot(*pickle.loads(storage.read_bytes(self._path(batch_id))))
 
     def write(self, batch_id: int, snapshot: TaskSnapshot) -> None:
         """Store the state after ``batch_id``."""
         payload = pickle.dumps(tuple(snapshot), PICKLE)
-        path = self._path(batch_id)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(payload)
-        os.replace(temporary, path)
+        storage.write_bytes(self._path(batch_id), payload, durable=False)
 
 
 def picklable_state(component: object, engine: Engine) -> tuple[bytes, list[str]]:
@@ -180,4 +174,4 @@ def restore_state(component: object, payload: bytes, engine: Engine) -> Any:
 def task_directory(state_dir: str, component_id: str, task_index: int) -> str:
     """Where the snapshots of a task live."""
     safe = component_id.replace("/", "_")
-    return os.path.join(state_dir, safe, str(task_index))
+    return join(state_dir, safe, str(task_index))

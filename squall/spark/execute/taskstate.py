@@ -21,6 +21,7 @@ from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute, build_routes
+from squall.spark.control import storage
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.wire import Outboxes
 from squall.spark.plan.core import LEDGER_TASK, CorePlan
@@ -39,29 +40,25 @@ class CoreSetup:
     state_dir: str
 
 
-#: Task cache keys of a core run's set-up and of the file it was read from.
+#: Task cache key of a core run's set-up.
 SETUP = "setup"
-SETUP_PATH = "setup path"
 
 
 def core_setup(run_key: str, path: str) -> CoreSetup:
     """The set-up of run ``run_key`` in ``path``, read once per process and kept in
-    the task cache with its path (see ``bolttasks.forget_finished_runs``)."""
-    TASKS.get(run_key, SETUP_PATH, lambda: path)
+    the task cache (until the run is forgotten: see ``bolttasks.forget_finished_runs``)."""
     return TASKS.get(run_key, SETUP, lambda: read_core_setup(path))
 
 
 def read_core_setup(path: str) -> CoreSetup:
     """The set-up the cluster wrote to ``path``."""
-    with open(path, "rb") as handle:
-        setup: CoreSetup = pickle.load(handle)
+    setup: CoreSetup = pickle.loads(storage.read_bytes(path))
     return setup
 
 
 def write_setup(path: str, setup: CoreSetup) -> None:
     """Write ``setup`` for the tasks of a run to load."""
-    with open(path, "wb") as handle:
-        handle.write(codepickle.dumps(setup))
+    storage.write_bytes(path, codepickle.dumps(setup))
 
 
 @contextlib.contextmanager

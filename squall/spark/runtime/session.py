@@ -132,6 +132,8 @@ def get_session(
         active = SparkSession.getActiveSession()
         if active is not None and master is None and not spark_conf:
             return active
+        if master is None and active is None:
+            master = submitted_master()
         if master is not None:
             check_master(master)
         check_java()
@@ -158,6 +160,18 @@ def get_session(
         if active is None and not has_own_log_configuration(spark_conf or {}):
             session.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
         return session
+
+
+def submitted_master() -> str | None:
+    """The master ``spark-submit`` was given, when it started this process (its JVM is
+    running: ``PYSPARK_GATEWAY_PORT`` is set), so a session squall starts keeps it."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # joins spark-submit's JVM: its settings load
+    master: str | None = SparkConf().get("spark.master", None)
+    return master
 
 
 #: The ``PYSPARK_PYTHON`` squall chose for the last session it started (None: none).

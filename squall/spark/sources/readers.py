@@ -248,14 +248,14 @@ class CoordinatedReader(EmittedOnExecutorsReader):
     def read_part(self, partition: BatchPartition) -> list[Packet]:
         """Run emitter task ``slice_index`` for the batch (its earlier transactions up
         to ``committed`` cleaned up first)."""
-        from squall.runtime.coordination import SqliteCoordinationStore
         from squall.spark.execute.batchbolts import BatchEmits
+        from squall.spark.sources.coordination import FileCoordinationStore
 
         setup = self.setup
         index, task = partition.index, partition.slice_index
 
         def make_emitter() -> tuple[Any, TopologyContext]:
-            store = SqliteCoordinationStore(setup.store_dir)
+            store = FileCoordinationStore(setup.store_dir)
             context = setup.emitter_context(task, store)
             return setup.transactional_spout().get_emitter(setup.conf, context), context
 

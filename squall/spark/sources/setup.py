@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.model.fields import Fields
 from squall.runtime.context import TopologyContext
+from squall.spark.control import storage
 from squall.spark.plan.batch import Edge
 from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.spouts import TransactionalSpout
@@ -95,8 +96,7 @@ class SourceSetup:
 def read_setup(path: str) -> CoreSetup | SourceSetup:
     """The set-up the cluster wrote to ``path``: a core topology's (every spout's) or a
     Trident or transactional source's."""
-    with open(path, "rb") as handle:
-        setup: CoreSetup | SourceSetup = pickle.load(handle)
+    setup: CoreSetup | SourceSetup = pickle.loads(storage.read_bytes(path))
     return setup
 
 

@@ -16,15 +16,13 @@ snapshot: no tuple is emitted twice or lost.
 
 Files of committed batches are removed (see :meth:`SpoutLog.forget_before`), keeping
 the newest, so the log stays small however long the topology runs. The directory must
-be visible to the driver and the executors (any local master; a shared mount on a
-cluster).
+be visible to the driver and the executors (any local master; on a cluster, a location
+every node reaches: its files go through ``control.storage``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pickle
 import re
 from collections.abc import Iterator
@@ -33,7 +31,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import cloudpickle
 
-from squall.spark.control.rundir import write_atomically
+from squall.spark.control import storage
+from squall.spark.control.storage import join
 from squall.spark.execute.ledger import LedgerPart
 from squall.spark.execute.packets import Packet, Values, packets_to_arrow
 from squall.trident.spouts import BatchSpout
@@ -98,15 +97,15 @@ class SpoutLog:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        os.makedirs(directory, exist_ok=True)
+        storage.makedirs(directory)
 
     def _path(self, index: int) -> str:
-        return os.path.join(self.directory, f"{index:012d}.batch")
+        return join(self.directory, f"{index:012d}.batch")
 
     def _indexes(self) -> list[int]:
         return sorted(
             int(match.group(1))
-            for match in map(_BATCH.match, os.listdir(self.directory))
+            for match in map(_BATCH.match, storage.listdir(self.directory))
             if match is not None
         )
 
@@ -123,21 +122,19 @@ class SpoutLog:
     def append(self, index: int, batch: LoggedBatch) -> None:
         """Write batch ``index``: its summary, then the batch, atomically (the source's
         driver side)."""
-        with open(self._path(index) + ".summary", "w") as handle:
-            json.dump(batch.summary()._asdict(), handle)
-        write_atomically(self._path(index), cloudpickle.dumps(batch))
+        summary = json.dumps(batch.summary()._asdict()).encode()
+        storage.write_bytes(self._path(index) + ".summary", summary, durable=False)
+        storage.write_bytes(self._path(index), cloudpickle.dumps(batch))
 
     def batch(self, index: int) -> LoggedBatch:
         """Logged batch ``index``."""
-        with open(self._path(index), "rb") as handle:
-            batch: LoggedBatch = pickle.load(handle)
+        batch: LoggedBatch = pickle.loads(storage.read_bytes(self._path(index)))
         return batch
 
     def summary(self, index: int) -> BatchSummary | None:
         """The summary of batch ``index``, or None if it is not logged."""
         try:
-            with open(self._path(index) + ".summary") as handle:
-                return BatchSummary(**json.load(handle))
+            return BatchSummary(**json.loads(storage.read_bytes(self._path(index) + ".summary")))
         except (OSError, ValueError):
             return None
 
@@ -172,32 +169,30 @@ class SpoutLog:
         """Batch ``index`` is being run for the ``attempt``-th time (from 0), by the
         driver: emitters on executors give their tuples that attempt id."""
         path = self._path(index) + ".attempt"
-        if attempt or os.path.exists(path):
-            write_atomically(path, str(attempt).encode())
+        if attempt or storage.exists(path):
+            storage.write_bytes(path, str(attempt).encode())
 
     def attempt(self, index: int) -> int:
         """The attempt of batch ``index`` being run (0 unless it was run again)."""
         try:
-            with open(self._path(index) + ".attempt") as handle:
-                return int(handle.read() or 0)
+            return int(storage.read_text(self._path(index) + ".attempt") or 0)
         except (OSError, ValueError):
             return 0
 
     # -- partitions of a partitioned spout's batch (written on executors) --------------
 
     def _partition_path(self, index: int, partition: int) -> str:
-        return os.path.join(self.directory, f"{index:012d}.p{partition}")
+        return join(self.directory, f"{index:012d}.p{partition}")
 
     def write_partition(self, index: int, partition: int, logged: LoggedPartition) -> None:
         """Record what partition ``partition`` emitted in batch ``index`` (executor)."""
         payload = pickle.dumps(tuple(logged), pickle.HIGHEST_PROTOCOL)
-        write_atomically(self._partition_path(index, partition), payload)
+        storage.write_bytes(self._partition_path(index, partition), payload)
 
     def partition(self, index: int, partition: int) -> LoggedPartition | None:
         """What a partition of batch ``index`` emitted, or None if it was not read yet."""
         try:
-            with open(self._partition_path(index, partition), "rb") as handle:
-                meta, count = pickle.load(handle)
+            meta, count = pickle.loads(storage.read_bytes(self._partition_path(index, partition)))
         except FileNotFoundError:
             return None
         return LoggedPartition(meta, int(count))
@@ -210,7 +205,7 @@ class SpoutLog:
             return found.meta
         earlier = [
             int(match.group(1))
-            for match in map(_PARTITION.match, os.listdir(self.directory))
+            for match in map(_PARTITION.match, storage.listdir(self.directory))
             if match is not None and int(match.group(2)) == partition
         ]
         earlier = [i for i in earlier if i < index]
@@ -233,7 +228,7 @@ class SpoutLog:
     # -- a core spout's packets, in slices read by the Spark partitions ---------------
 
     def _slice_path(self, index: int, part: int) -> str:
-        return os.path.join(self.directory, f"{index:012d}.s{part}")
+        return join(self.directory, f"{index:012d}.s{part}")
 
     def write_slices(self, index: int, packets: list[Packet], slices: int) -> None:
         """Write the packets of batch ``index`` in ``slices`` Arrow files, slice ``i``
@@ -246,58 +241,54 @@ class SpoutLog:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, batch.schema) as writer:
                 writer.write_batch(batch)
-            write_atomically(self._slice_path(index, part), sink.getvalue().to_pybytes())
+            storage.write_bytes(self._slice_path(index, part), sink.getvalue().to_pybytes())
 
     def slice(self, index: int, part: int) -> Iterator[pyarrow.RecordBatch]:
         """The packets of slice ``part`` of batch ``index`` (on an executor)."""
         import pyarrow as pa
 
-        with open(self._slice_path(index, part), "rb") as handle:
-            data = handle.read()
+        data = storage.read_bytes(self._slice_path(index, part))
         yield from pa.ipc.open_stream(pa.py_buffer(data))
 
     # -- the XOR ledger's start of a core spout's batches ------------------------------
 
     def _inits_path(self, index: int) -> str:
-        return os.path.join(self.directory, f"{index:012d}.inits")
+        return join(self.directory, f"{index:012d}.inits")
 
     def write_inits(self, index: int, inits: LedgerPart) -> None:
         """Record the init values of the trees batch ``index`` started (the source's
         driver side, before it logs the batch)."""
-        write_atomically(self._inits_path(index), pickle.dumps(tuple(inits), PICKLE))
+        storage.write_bytes(self._inits_path(index), pickle.dumps(tuple(inits), PICKLE))
 
     def inits(self, index: int) -> LedgerPart:
         """The init values of the trees batch ``index`` started (none if it started
         none)."""
         try:
-            with open(self._inits_path(index), "rb") as handle:
-                return LedgerPart(*pickle.load(handle))
+            return LedgerPart(*pickle.loads(storage.read_bytes(self._inits_path(index))))
         except FileNotFoundError:
             return LedgerPart()
 
     # -- outcomes of a core spout's batches (written by the driver) -------------------
 
     def _outcome_path(self, index: int) -> str:
-        return os.path.join(self.directory, f"{index:012d}.outcome")
+        return join(self.directory, f"{index:012d}.outcome")
 
     def write_outcome(self, index: int, failed: set[int]) -> None:
         """Record that the trees of batch ``index`` completed except ``failed`` (driver)."""
-        write_atomically(self._outcome_path(index), pickle.dumps(sorted(failed)))
+        storage.write_bytes(self._outcome_path(index), pickle.dumps(sorted(failed)))
 
     def outcome(self, index: int) -> set[int] | None:
         """The roots of the trees of batch ``index`` that failed, or None while the
         driver has not finished the batch."""
         try:
-            with open(self._outcome_path(index), "rb") as handle:
-                return set(pickle.load(handle))
+            return set(pickle.loads(storage.read_bytes(self._outcome_path(index))))
         except FileNotFoundError:
             return None
 
     def forget_before(self, index: int) -> None:
         """Remove the files of batches before ``index`` (committed ones); the files of
         ``index`` and later stay."""
-        for name in os.listdir(self.directory):
+        for name in storage.listdir(self.directory):
             match = re.match(r"^(\d{12})\.", name)
             if match is not None and int(match.group(1)) < index:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(self.directory, name))
+                storage.remove(join(self.directory, name))
