@@ -178,3 +178,173 @@ def test_the_trident_word_count_answers_drpc_queries_exactly(
     for worker, earlier in zip(standalone.workers, before, strict=True):
         assert worker.task_failures() == []
         assert worker.finished_tasks() > earlier, f"no task ran on worker {worker.work_dir}"
+
+
+def test_a_cluster_run_needs_a_checkpoint_every_node_reaches(
+    standalone: StandaloneCluster, shared_dir: Path
+) -> None:
+    """Without a checkpoint location, a run on a cluster master is refused at once
+    (a temporary directory of the driver's would be seen by no executor)."""
+    app = shared_dir / "words.py"
+    app.write_text(textwrap.dedent(WORD_COUNT), encoding="utf-8")
+    done = squall_run(app, "--master", standalone.master_url)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (
+        f"Error: on the cluster {standalone.master_url} the checkpoint must be a location "
+        "every node reaches" in done.stdout + done.stderr
+    )
+
+
+def test_a_checkpoint_only_the_driver_sees_is_refused_naming_it(
+    standalone: StandaloneCluster, shared_dir: Path
+) -> None:
+    """A checkpoint under the driver's /tmp, which the isolated worker does not see, is
+    found by the probe job before any topology starts, and the run exits 1 saying so."""
+    app = shared_dir / "words.py"
+    app.write_text(textwrap.dedent(WORD_COUNT), encoding="utf-8")
+    private = tempfile.mkdtemp(prefix="squall-driver-only-")  # under the driver's /tmp
+    try:
+        done = squall_run(
+            app,
+            "--master",
+            standalone.master_url,
+            "--checkpoint",
+            private,
+            # The session waits for both executors, so the probe reaches the isolated one.
+            "--spark-conf",
+            "spark.cores.max=2",
+            "--spark-conf",
+            "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        )
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1, output[-3000:]
+    assert (
+        f"Error: checkpoint location '{private}' is not shared by the driver and the executors"
+        in output
+    )
+    assert "FileNotFoundError" in output
+    assert "Topology" not in output  # nothing was submitted
+
+
+SUBMITTED_APP = """
+import os
+
+import squall
+from squall import BasicBolt, TopologyBuilder
+from squall.testing import FixedTupleSpout
+
+WHERE = {where!r}
+
+
+class Split(BasicBolt):
+    outputs = ["word"]
+
+    def prepare(self, conf, context):
+        # Where this executor's Python found squall.
+        with open(os.path.join(WHERE, f"{{os.getpid()}}"), "w") as handle:
+            handle.write(squall.__file__)
+
+    def execute(self, tup, collector):
+        for word in tup["sentence"].split():
+            collector.emit([word])
+
+
+class Count(BasicBolt):
+    outputs = ["word", "count"]
+
+    def prepare(self, conf, context):
+        self.counts = {{}}
+
+    def execute(self, tup, collector):
+        word = tup["word"]
+        self.counts[word] = self.counts.get(word, 0) + 1
+        collector.emit([word, self.counts[word]])
+
+
+def build_topology():
+    sentences = [[f"w{{n % 7}} w{{n % 11}}"] for n in range(300)]
+    builder = TopologyBuilder()
+    builder.set_spout("sentences", FixedTupleSpout(sentences, ["sentence"]))
+    builder.set_bolt("split", Split(), 2).shuffle_grouping("sentences")
+    builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+    return builder.create_topology()
+"""
+
+
+def python_without_squall(folder: Path) -> Path:
+    """A Python whose import path has squall's dependencies (this environment's
+    site-packages) but not squall, packed as an archive holding ``bin/python``."""
+    import site
+    import tarfile
+
+    venv = folder / "deps-only"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = next(Path(p) for p in site.getsitepackages() if (Path(p) / "pyarrow").is_dir())
+    (next((venv / "lib").glob("python3*")) / "site-packages" / "deps.pth").write_text(
+        f"{packages}\n", encoding="utf-8"
+    )
+    launcher = folder / "python"
+    launcher.write_text(f'#!/bin/sh\nexec {venv}/bin/python "$@"\n', encoding="utf-8")
+    launcher.chmod(0o755)
+    archive = folder / "env.tar.gz"
+    with tarfile.open(archive, "w:gz") as packed:
+        packed.add(launcher, "bin/python")
+    return archive
+
+
+def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
+    standalone: StandaloneCluster, shared_dir: Path
+) -> None:
+    """``squall submit`` runs the word count through spark-submit: the driver runs this
+    Python, the executors the Python of an archive (``./env/bin/python``) that has
+    squall's dependencies but not squall, which they import from the zip shipped with
+    the job. Counts are exact and the run exits 0."""
+    where = shared_dir / "where"
+    where.mkdir()
+    app = shared_dir / "submitted.py"
+    app.write_text(textwrap.dedent(SUBMITTED_APP.format(where=str(where))), encoding="utf-8")
+    archive = python_without_squall(shared_dir)
+    before = [worker.finished_tasks() for worker in standalone.workers]
+    check = subprocess.run(
+        [str(shared_dir / "deps-only" / "bin" / "python"), "-c", "import squall"],
+        cwd=shared_dir,
+        env={k: v for k, v in own_environment().items() if k != "PYTHONPATH"},
+        capture_output=True,
+    )
+    assert check.returncode != 0  # that Python cannot import squall by itself
+    command = [sys.executable, "-c", "from squall.cli.main import main; main()", "submit"]
+    done = subprocess.run(
+        [
+            *command,
+            str(app),
+            "--master",
+            standalone.master_url,
+            "--checkpoint",
+            str(shared_dir / "checkpoint"),
+            "--archives",
+            f"{archive}#env",
+            "--executor-python",
+            "./env/bin/python",
+            "--until-idle",
+            "--seconds",
+            "120",
+            "--no-live",
+        ],
+        cwd=ROOT,
+        env=own_environment(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"on SparkCluster ({standalone.master_url}" in done.stdout
+    sentences, count = table_row(done.stdout, "sentences"), table_row(done.stdout, "count")
+    assert (sentences["emitted"], sentences["acked"], sentences["failed"]) == ("300", "300", "0")
+    assert (count["executed"], count["acked"], count["failed"]) == ("600", "600", "0")
+    found = {path.read_text(encoding="utf-8") for path in where.iterdir()}
+    assert found and all("squall-for-executors.zip" in place for place in found), found
+    for worker, earlier in zip(standalone.workers, before, strict=True):
+        assert worker.task_failures() == []
+        assert worker.finished_tasks() > earlier, f"no task ran on worker {worker.work_dir}"

@@ -116,9 +116,10 @@ def _cluster(
 ) -> Any:
     """The engine ``squall run`` uses (Spark imported only when asked for).
 
-    On Spark, without ``checkpoint`` the cluster checkpoints to a new temporary directory
-    that its shutdown removes; with it, a topology resumes from what ``checkpoint``
-    holds of it. ``spark_conf`` settings go to the session squall starts.
+    On Spark, without ``checkpoint`` (and without Spark's own checkpoint location) the
+    cluster checkpoints to a new temporary directory that its shutdown removes, on a
+    local master only; with it, a topology resumes from what ``checkpoint`` holds of
+    it. ``spark_conf`` settings go to the session squall starts.
     """
     if engine == "spark":
         from squall.spark import SparkCluster
@@ -265,10 +266,13 @@ def _spark_only(engine: str, **options: Any) -> None:
 )
 @click.option(
     "--checkpoint",
-    metavar="DIR",
+    metavar="DIR|URI",
     help="Spark only: keep the run's checkpoint (spout logs, query progress, bolt state) in "
-    "DIR and resume from it: a topology run again under the same name continues after "
-    "its last micro-batch.  [default: a new temporary directory, removed at the end]",
+    "this directory or URI (file:, hdfs:, s3a: ...) and resume from it: a topology run "
+    "again under the same name continues after its last micro-batch. On a cluster it must "
+    "be a location every node reaches; it is checked at start.  [default: Spark's "
+    "spark.sql.streaming.checkpointLocation; else, on a local master, a new temporary "
+    "directory removed at the end]",
 )
 @click.option(
     "--spark-conf",
@@ -383,3 +387,113 @@ def info(target: str, conf_options: tuple[str, ...]) -> None:
         console.print("Configuration:")
         for key, value in sorted(conf.items()):
             console.print(f"  {key} = {value!r}", markup=False)
+
+
+@main.command(
+    short_help="Run a topology on a Spark cluster through spark-submit.",
+    context_settings={"ignore_unknown_options": True},
+)
+@click.argument("target", metavar="FILE.py[:NAME]")
+@click.option("--master", metavar="URL", help="The Spark master URL (spark://HOST:PORT, yarn...).")
+@click.option(
+    "--checkpoint",
+    metavar="DIR|URI",
+    help="Where the run's checkpoint lives: on a cluster, a location every node reaches "
+    "(a shared mount, hdfs://..., s3a://...).  [default: Spark's "
+    "spark.sql.streaming.checkpointLocation]",
+)
+@click.option(
+    "--executor-python",
+    metavar="PATH",
+    help="The Python the executors run, e.g. ./env/bin/python inside an archive given "
+    "with --archives env.tar.gz#env; it needs squall's dependencies, not squall.  "
+    "[default: PYSPARK_PYTHON, else this Python's path]",
+)
+@click.option(
+    "--py-files",
+    "py_files",
+    multiple=True,
+    metavar="FILE",
+    help="More Python files, zips or eggs for the executors' import path (repeatable); "
+    "squall itself is always shipped.",
+)
+@click.option(
+    "--archives",
+    multiple=True,
+    metavar="ARCHIVE[#DIR]",
+    help="An archive to unpack in each executor's working directory (repeatable), e.g. a "
+    "packed virtual environment.",
+)
+@click.option(
+    "--spark-conf",
+    "spark_conf_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark setting for spark-submit (repeatable).",
+)
+@click.option("--name", help="Topology name (default: derived from FILE and NAME).")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the spark-submit command instead of running it."
+)
+@click.argument("run_options", nargs=-1, type=click.UNPROCESSED, metavar="[RUN OPTIONS]...")
+def submit(
+    target: str,
+    master: str | None,
+    checkpoint: str | None,
+    executor_python: str | None,
+    py_files: tuple[str, ...],
+    archives: tuple[str, ...],
+    spark_conf_options: tuple[str, ...],
+    name: str | None,
+    dry_run: bool,
+    run_options: tuple[str, ...],
+) -> None:
+    """Run the topology in FILE.py[:NAME] on a Spark cluster with spark-submit.
+
+    spark-submit starts the driver here (client mode) with this Python, which runs
+    `squall run FILE --engine spark` in it; RUN OPTIONS after the submit options go to
+    that `squall run` (--seconds, --until-idle, --conf, --fail-on-error ...). squall
+    is shipped to the executors as a zip (--py-files); their Python (--executor-python)
+    needs squall's dependencies (pyarrow, cloudpickle, msgpack ...). The exit code is the
+    run's: 1 if the topology fails or cannot start.
+
+    spark-submit is SPARK_HOME's, else the installed PySpark's.
+    """
+    from squall.cli.submit import (
+        Submission,
+        SubmitError,
+        driver_directory,
+        driver_environment,
+        pack_squall,
+        spark_submit_program,
+        submit_command,
+        with_absolute_paths,
+    )
+
+    submission = Submission(
+        target,
+        master,
+        checkpoint,
+        executor_python,
+        list(py_files),
+        list(archives),
+        parse_spark_conf(spark_conf_options),
+        name,
+        run_options,
+    )
+    try:
+        program = spark_submit_program()
+    except SubmitError as exc:
+        raise click.ClickException(str(exc)) from None
+    import shlex
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="squall-submit-") as folder:
+        submission = with_absolute_paths(submission)
+        directory = driver_directory(submission, Path(folder))
+        command = submit_command(submission, pack_squall(Path(folder)), program)
+        if dry_run:
+            click.echo(shlex.join(command))
+            return
+        completed = subprocess.run(command, env=driver_environment(), cwd=directory, check=False)
+    click.get_current_context().exit(completed.returncode)
