@@ -41,6 +41,17 @@ def missing_server(what: str, package: str) -> None:
     pytest.skip(message)
 
 
+def terminate(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop ``process`` if it runs: SIGTERM, then SIGKILL after 10 s."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline:
@@ -107,13 +118,7 @@ class RedisServer:
 
     def stop(self) -> None:
         """Stop the server (its port then refuses connections)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None
 
 
@@ -280,11 +285,5 @@ class S3Server:
 
     def stop(self) -> None:
         """Stop the server."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None

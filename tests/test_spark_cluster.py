@@ -228,46 +228,27 @@ def test_a_checkpoint_only_the_driver_sees_is_refused_naming_it(
     assert "Topology" not in output  # nothing was submitted
 
 
+#: Added to WORD_COUNT: its split bolt saying where its Python found squall.
 SUBMITTED_APP = """
 import os
 
 import squall
-from squall import BasicBolt, TopologyBuilder
-from squall.testing import FixedTupleSpout
 
 WHERE = {where!r}
 
 
-class Split(BasicBolt):
-    outputs = ["word"]
-
+class WhereSplit(Split):
     def prepare(self, conf, context):
         # Where this executor's Python found squall.
-        with open(os.path.join(WHERE, f"{{os.getpid()}}"), "w") as handle:
+        with open(os.path.join(WHERE, str(os.getpid())), "w") as handle:
             handle.write(squall.__file__)
-
-    def execute(self, tup, collector):
-        for word in tup["sentence"].split():
-            collector.emit([word])
-
-
-class Count(BasicBolt):
-    outputs = ["word", "count"]
-
-    def prepare(self, conf, context):
-        self.counts = {{}}
-
-    def execute(self, tup, collector):
-        word = tup["word"]
-        self.counts[word] = self.counts.get(word, 0) + 1
-        collector.emit([word, self.counts[word]])
 
 
 def build_topology():
     sentences = [[f"w{{n % 7}} w{{n % 11}}"] for n in range(300)]
     builder = TopologyBuilder()
     builder.set_spout("sentences", FixedTupleSpout(sentences, ["sentence"]))
-    builder.set_bolt("split", Split(), 2).shuffle_grouping("sentences")
+    builder.set_bolt("split", WhereSplit(), 2).shuffle_grouping("sentences")
     builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
     return builder.create_topology()
 """
@@ -304,7 +285,8 @@ def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
     where = shared_dir / "where"
     where.mkdir()
     app = shared_dir / "submitted.py"
-    app.write_text(textwrap.dedent(SUBMITTED_APP.format(where=str(where))), encoding="utf-8")
+    source = textwrap.dedent(WORD_COUNT) + SUBMITTED_APP.format(where=str(where))
+    app.write_text(source, encoding="utf-8")
     archive = python_without_squall(shared_dir)
     before = [worker.finished_tasks() for worker in standalone.workers]
     check = subprocess.run(
