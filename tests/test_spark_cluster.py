@@ -91,17 +91,17 @@ def own_environment() -> dict[str, str]:
     return {**inherited, "COLUMNS": "200"}
 
 
+def run_driver(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` (a driver program) from the checkout, in :func:`own_environment`."""
+    return subprocess.run(
+        command, cwd=ROOT, env=own_environment(), capture_output=True, text=True, timeout=240
+    )
+
+
 def squall_run(app: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", "from squall.cli.main import main; main()", "run"]
     options = ["--engine", "spark", "--until-idle", "--seconds", "120", "--no-live"]
-    return subprocess.run(
-        [*command, str(app), *options, *arguments],
-        cwd=ROOT,
-        env=own_environment(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return run_driver([*command, str(app), *options, *arguments])
 
 
 def test_a_word_count_runs_on_both_workers_with_exact_counts(
@@ -159,13 +159,8 @@ def test_the_trident_word_count_answers_drpc_queries_exactly(
     app.write_text(textwrap.dedent(TRIDENT_DRPC), encoding="utf-8")
     before = [worker.finished_tasks() for worker in standalone.workers]
     checkpoint = str(shared_dir / "checkpoint")
-    done = subprocess.run(
-        [sys.executable, str(app), standalone.master_url, checkpoint, str(ROOT / "examples")],
-        cwd=ROOT,
-        env=own_environment(),
-        capture_output=True,
-        text=True,
-        timeout=240,
+    done = run_driver(
+        [sys.executable, str(app), standalone.master_url, checkpoint, str(ROOT / "examples")]
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     answers = json.loads(done.stdout.strip().splitlines()[-1])
@@ -297,7 +292,7 @@ def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
     )
     assert check.returncode != 0  # that Python cannot import squall by itself
     command = [sys.executable, "-c", "from squall.cli.main import main; main()", "submit"]
-    done = subprocess.run(
+    done = run_driver(
         [
             *command,
             str(app),
@@ -313,12 +308,7 @@ def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
             "--seconds",
             "120",
             "--no-live",
-        ],
-        cwd=ROOT,
-        env=own_environment(),
-        capture_output=True,
-        text=True,
-        timeout=240,
+        ]
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"on SparkCluster ({standalone.master_url}" in done.stdout
