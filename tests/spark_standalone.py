@@ -46,6 +46,16 @@ class Worker:
     process: subprocess.Popen[bytes]
     work_dir: Path
     isolated: bool
+    #: How it was started (to start it again after a kill).
+    command: list[str] = field(default_factory=list)
+    log: Path = Path()
+    env: dict[str, str] = field(default_factory=dict)
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its executors (its process group): its host is gone."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
 
     def executor_logs(self) -> list[str]:
         """The text of every executor log the worker has."""
@@ -73,6 +83,18 @@ class StandaloneCluster:
     workers: list[Worker]
     directory: Path
     shared: list[Path] = field(default_factory=list)
+
+    def restart(self, worker: Worker) -> None:
+        """Start ``worker`` again (after :meth:`Worker.kill`) and wait until it has
+        registered with the master again."""
+        master_log = self.directory / "master.log"
+        registered = master_log.read_text().count("Registering worker")
+        worker.process = _spawn(worker.command, worker.log, worker.env)
+        _wait_for(
+            lambda: master_log.read_text().count("Registering worker") > registered,
+            "the worker's registration",
+            [master_log, worker.log],
+        )
 
     def stop(self) -> None:
         """Kill every process (their groups) and remove the directories."""
@@ -176,8 +198,9 @@ def start_cluster() -> StandaloneCluster:
             scratch.mkdir()
             log = directory / f"worker{number}.log"
             logs.append(log)
-            process = _spawn(command, log, {"SPARK_LOCAL_DIRS": str(scratch)})
-            workers.append(Worker(process, work_dir, isolated))
+            env = {"SPARK_LOCAL_DIRS": str(scratch)}
+            process = _spawn(command, log, env)
+            workers.append(Worker(process, work_dir, isolated, command, log, env))
         _wait_for(
             lambda: master_log.read_text().count("Registering worker") >= 2,
             "the registration of two workers",

@@ -102,7 +102,7 @@ def test_help_names_both_engines_and_which_options_are_spark_only() -> None:
     text = " ".join(run_help.output.split())
     assert "on the local engine (LocalCluster), or on Spark with --engine spark" in text
     assert re.search(r"--master URL Spark only:", text)
-    assert re.search(r"--checkpoint DIR Spark only:", text)
+    assert "--checkpoint DIR|URI Spark only:" in text
     assert "--fail-on-error" in text
     assert "With --engine spark, also Spark's own output" in text
 

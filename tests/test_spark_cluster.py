@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import table_row
-from tests.servers import REQUIRE_SERVERS
+from tests.servers import REQUIRE_SERVERS, RedisServer
 from tests.spark_standalone import StandaloneCluster, Unavailable, start_cluster
 
-pytestmark = pytest.mark.spark
+# One cluster for the module: every test in the same test process.
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark-standalone")]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -320,3 +322,103 @@ def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
     for worker, earlier in zip(standalone.workers, before, strict=True):
         assert worker.task_failures() == []
         assert worker.finished_tasks() > earlier, f"no task ran on worker {worker.work_dir}"
+
+
+TRIDENT_REDIS = """
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[5])
+from trident_word_count import Split
+
+from squall.spark import SparkCluster
+from squall import Fields
+from squall.trident import Count, FixedBatchSpout, TridentTopology
+from squall.trident.state import RedisMapState
+
+master, checkpoint, redis_url, marker = sys.argv[1:5]
+SENTENCES = [f"w{n % 7} w{n % 11} w{n % 13}" for n in range(120)]
+spout = FixedBatchSpout(Fields("sentence"), 4, *[[s] for s in SENTENCES])
+factory = RedisMapState.factory(redis_url, key_prefix="cluster-crash:")
+topology = TridentTopology()
+(
+    topology.new_stream("sentences", spout)
+    .each(Fields("sentence"), Split(), Fields("word"))
+    .parallelism_hint(2)
+    .group_by(Fields("word"))
+    .persistent_aggregate(factory, Count(), Fields("count"))
+    .parallelism_hint(2)
+)
+with SparkCluster(master=master, checkpoint_dir=checkpoint) as cluster:
+    cluster.submit_topology("crash-words", {}, topology.build())
+    while not Path(marker).exists():  # the test kills what it kills, then says go on
+        info = cluster.get_topology_info("crash-words")
+        assert info.status == "ACTIVE", info.extra.get("failure")
+        print(json.dumps({"batch": info.extra["last_batch_id"] or -1}), flush=True)
+        time.sleep(0.2)
+    assert cluster.wait_idle("crash-words", 150.0), "the topology did not go idle"
+    counts = {key[0]: value for key, value in RedisMapState.contents(factory).items()}
+    expected = Counter(word for sentence in SENTENCES for word in sentence.split())
+    resumed = cluster.get_topology_info("crash-words").extra.get("resumed_from_batch")
+    print(json.dumps({"counts": counts, "expected": dict(expected), "resumed": resumed}))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_worker_and_then_the_driver_killed_mid_run_lose_and_repeat_no_word(
+    standalone: StandaloneCluster, shared_dir: Path, redis_server: RedisServer
+) -> None:
+    """The Trident word count into Redis (opaque state, two tasks per stage on the
+    executors): a worker and its executors SIGKILLed while batches run, later the
+    driver SIGKILLed too; started again on the same checkpoint, the run ends with every
+    word counted exactly once."""
+    app = shared_dir / "crash_words.py"
+    app.write_text(textwrap.dedent(TRIDENT_REDIS), encoding="utf-8")
+    marker = shared_dir / "go-on"
+    command = [
+        sys.executable,
+        str(app),
+        standalone.master_url,
+        str(shared_dir / "checkpoint"),
+        redis_server.url,
+        str(marker),
+        str(ROOT / "examples"),
+    ]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=own_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its JVM too: killed as one
+        )
+
+    def read_until_batch(driver: subprocess.Popen[str], batch: int) -> None:
+        assert driver.stdout is not None and driver.stderr is not None
+        for line in driver.stdout:
+            if json.loads(line)["batch"] >= batch:
+                return
+        raise AssertionError(f"the driver ended early ({driver.wait()}): {driver.stderr.read()}")
+
+    first_worker = standalone.workers[0]
+    try:
+        driver = start()
+        read_until_batch(driver, 3)
+        first_worker.kill()  # mid-run: its tasks go to the other worker
+        read_until_batch(driver, 8)
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver, mid-commit or near it
+        driver.wait(timeout=30)
+    finally:
+        standalone.restart(first_worker)
+    marker.write_text("go on", encoding="utf-8")
+    restarted = run_driver(command)
+    assert restarted.returncode == 0, restarted.stdout[-3000:] + restarted.stderr[-3000:]
+    final = json.loads(restarted.stdout.strip().splitlines()[-1])
+    assert final["resumed"] is not None and final["resumed"] >= 7  # after what was committed
+    assert final["counts"] == final["expected"]
