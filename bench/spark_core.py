@@ -10,6 +10,13 @@ batch latency is the median micro-batch duration. The local engine's figure is
 ``wordcount.py``'s ``ack`` mode (median of its runs), measured in the same invocation.
 
     python bench/spark_core.py --json
+
+On a cluster, ``--master`` names it and ``--against`` the master to compare with, run
+by the same invocation in a process of its own (a process has one Spark session); each
+batch size then reports ``vs_against``, the ratio of the two throughputs::
+
+    python bench/spark_core.py --master spark://127.0.0.1:7077 --against "local[2]" \
+        --checkpoint /shared/bench --json
 """
 
 from __future__ import annotations
@@ -86,35 +93,71 @@ def local_engine(runs: int, sentences: int) -> dict[str, Any]:
     return dict(json.loads(output.strip().splitlines()[-1]))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="runs per batch size (median)")
-    parser.add_argument("--sizes", default=",".join(str(size) for size in BATCHES))
-    parser.add_argument("--json", action="store_true", help="print one JSON line")
-    args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
-    local = local_engine(args.runs, 200_000)["ack"]
-    spark = get_session("local[2]", {"spark.sql.shuffle.partitions": "2"})
-    cluster = SparkCluster(spark=spark, checkpoint_dir=tempfile.mkdtemp(prefix="bench-core-"))
-    report: dict[str, Any] = {"local_engine_per_sec": local, "runs": args.runs}
+def measure(
+    master: str, checkpoint: str | None, sizes: list[int], runs: int
+) -> dict[str, dict[str, Any]]:
+    """Each batch size's figures on ``master`` (median of ``runs``)."""
+    spark = get_session(master, {"spark.sql.shuffle.partitions": "2"})
+    location = checkpoint or tempfile.mkdtemp(prefix="bench-core-")
+    cluster = SparkCluster(spark=spark, checkpoint_dir=location)
+    report: dict[str, dict[str, Any]] = {}
     try:
         run_spark(cluster, "warm-up", 1_000, 2)  # Python workers started, code loaded
         for size in sizes:
             results = [
                 run_spark(cluster, f"wc-{size}-{run}", size, BATCHES.get(size, 5))
-                for run in range(args.runs)
+                for run in range(runs)
             ]
-            per_sec = statistics.median(r["per_sec"] for r in results)
             report[str(size)] = {
-                "per_sec": round(per_sec),
+                "per_sec": round(statistics.median(r["per_sec"] for r in results)),
                 "runs": [round(r["per_sec"]) for r in results],
                 "median_batch_ms": round(statistics.median(r["median_batch_ms"] for r in results)),
-                "vs_local_engine": round(per_sec / local, 2),
                 "failed": sum(r["failed"] for r in results),
             }
     finally:
         cluster.shutdown()
         spark.stop()
+    return report
+
+
+def measure_elsewhere(master: str, checkpoint: str | None, sizes: str, runs: int) -> Any:
+    """:func:`measure` on ``master``, in a process of its own."""
+    command = [sys.executable, os.path.abspath(__file__), "--master", master, "--sizes", sizes]
+    command += ["--runs", str(runs), "--json", "--no-local-engine"]
+    if checkpoint:
+        command += ["--checkpoint", checkpoint]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs per batch size (median)")
+    parser.add_argument("--sizes", default=",".join(str(size) for size in BATCHES))
+    parser.add_argument("--master", default="local[2]", help="the Spark master measured")
+    parser.add_argument("--against", help="a master to compare with (same sizes and runs)")
+    parser.add_argument("--checkpoint", help="checkpoint location (on a cluster: shared)")
+    parser.add_argument("--no-local-engine", action="store_true", help="skip LocalCluster")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    report: dict[str, Any] = {"master": args.master, "runs": args.runs}
+    local = None if args.no_local_engine else local_engine(args.runs, 200_000)["ack"]
+    if local is not None:
+        report["local_engine_per_sec"] = local
+    other = (
+        measure_elsewhere(args.against, args.checkpoint, args.sizes, args.runs)
+        if args.against
+        else None
+    )
+    for size, figures in measure(args.master, args.checkpoint, sizes, args.runs).items():
+        if local is not None:
+            figures["vs_local_engine"] = round(figures["per_sec"] / local, 2)
+        if other is not None:
+            against = other[size]
+            figures["against"] = {"master": args.against, **against}
+            figures["vs_against"] = round(figures["per_sec"] / against["per_sec"], 2)
+        report[size] = figures
     if args.json:
         print(json.dumps(report))
     else:

@@ -52,11 +52,13 @@ def terminate(process: subprocess.Popen[bytes] | None) -> None:
             process.wait()
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> bool:
+def _wait_for_port(
+    port: int, process: subprocess.Popen[bytes], timeout: float, host: str = "127.0.0.1"
+) -> bool:
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return True
         except OSError:
             time.sleep(0.02)
@@ -71,18 +73,22 @@ class RedisServer:
     data, streams and consumer groups included.
     """
 
-    def __init__(self, directory: str | Path | None = None, durable: bool = False) -> None:
+    def __init__(
+        self, directory: str | Path | None = None, durable: bool = False, host: str = "127.0.0.1"
+    ) -> None:
         if shutil.which("redis-server") is None:
             missing_server("redis-server", "redis-server")
         self.directory = str(directory or tempfile.mkdtemp(prefix="squall-redis-"))
         self.durable = durable
+        #: The address it listens on.
+        self.host = host
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        """``redis://127.0.0.1:<port>/0``."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        """``redis://<host>:<port>/0``."""
+        return f"redis://{self.host}:{self.port}/0"
 
     def start(self) -> RedisServer:
         """Start the server (again, on the same port) and wait until it accepts
@@ -101,7 +107,10 @@ class RedisServer:
                     "--port",
                     str(self.port),
                     "--bind",
-                    "127.0.0.1",
+                    self.host,
+                    # Clients on the host's network too (a test host's), no password.
+                    "--protected-mode",
+                    "no" if self.host != "127.0.0.1" else "yes",
                     "--dir",
                     self.directory,
                     "--save",
@@ -111,7 +120,7 @@ class RedisServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            if _wait_for_port(self.port, self.process, 10.0):
+            if _wait_for_port(self.port, self.process, 10.0, self.host):
                 return self
             self.stop()
         raise RuntimeError("redis-server did not start")
@@ -145,13 +154,15 @@ class PostgresServer:
 
     USER = "squall"
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         bin_dir = postgres_bin()
         if bin_dir is None:
             missing_server("PostgreSQL's initdb", "postgresql")
         self.bin_dir = str(bin_dir)
         self.directory = tempfile.mkdtemp(prefix="squall-postgres-")
         self.data = os.path.join(self.directory, "data")
+        #: The address it listens on.
+        self.host = host
         self.run_as = "postgres" if os.geteuid() == 0 else None
         if self.run_as is not None:
             shutil.chown(self.directory, user=self.run_as)
@@ -166,6 +177,9 @@ class PostgresServer:
             "--encoding=UTF8",
             "--no-sync",
         )
+        if host != "127.0.0.1":  # clients on the networks it is on (e.g. a test host's)
+            with open(os.path.join(self.data, "pg_hba.conf"), "a", encoding="utf-8") as hba:
+                hba.write("host all all samenet trust\n")
 
     def _run(self, program: str, *args: str) -> None:
         subprocess.run(
@@ -179,13 +193,13 @@ class PostgresServer:
 
     def dsn(self, database: str = "postgres") -> str:
         """The connection string of ``database`` on this server."""
-        return f"postgresql://{self.USER}@127.0.0.1:{self.port}/{database}"
+        return f"postgresql://{self.USER}@{self.host}:{self.port}/{database}"
 
     def start(self) -> PostgresServer:
         """Start the server (again, on the same port) and wait until it accepts
         connections."""
         options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory} "
+            f"-p {self.port} -c listen_addresses={self.host} -k {self.directory} "
             "-c fsync=off -c full_page_writes=off -c max_connections=200"
         )
         self._run(

@@ -7,6 +7,14 @@ writes under ``/tmp``. The workers' directories (their executors' logs, and the 
 space in which executors on one host read each other's shuffle files) are under
 ``/var/tmp``, which both see.
 
+Where it can be set up (root, ``ip`` from iproute2), the second worker is also in a
+network namespace of its own, joined to this one by a veth pair: another host on a
+small network, with its own address. The master, the first worker, the drivers
+(``SPARK_LOCAL_IP``, see :meth:`StandaloneCluster.driver_environment`) and the servers
+its executors use listen on this side's address, :attr:`StandaloneCluster.host`.
+Without it, every process uses 127.0.0.1 and executors on that one "host" read each
+other's shuffle files from a scratch space both workers see.
+
 Needs root (``unshare --mount``); :func:`start_cluster` raises :class:`Unavailable`
 otherwise.
 """
@@ -75,6 +83,52 @@ class Worker:
 
 
 @dataclass
+class Network:
+    """A network namespace joined to this one by a veth pair: ``host`` is this side's
+    address, ``peer`` the namespace's (a /24 of their own)."""
+
+    namespace: str
+    host: str
+    peer: str
+
+    @classmethod
+    def make(cls) -> Network | None:
+        """Set one up (None if this machine does not allow it: no root, no ``ip``,
+        no network namespaces)."""
+        if os.geteuid() != 0 or shutil.which("ip") is None:
+            return None
+        tag = f"{os.getpid() % 100000:05d}"
+        subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
+        network = cls(f"squall-{tag}", f"{subnet}.1", f"{subnet}.2")
+        outside, inside = f"sqh{tag}", f"sqn{tag}"
+        inns = ["ip", "netns", "exec", network.namespace]
+        steps = [
+            ["ip", "netns", "add", network.namespace],
+            ["ip", "link", "add", outside, "type", "veth", "peer", "name", inside],
+            ["ip", "link", "set", inside, "netns", network.namespace],
+            ["ip", "addr", "add", f"{network.host}/24", "dev", outside],
+            ["ip", "link", "set", outside, "up"],
+            [*inns, "ip", "addr", "add", f"{network.peer}/24", "dev", inside],
+            [*inns, "ip", "link", "set", inside, "up"],
+            [*inns, "ip", "link", "set", "lo", "up"],
+            [*inns, "ip", "route", "add", "default", "via", network.host],
+        ]
+        for step in steps:
+            if subprocess.run(step, capture_output=True).returncode != 0:
+                network.remove()
+                return None
+        return network
+
+    def enter(self) -> list[str]:
+        """The command prefix that runs a program in the namespace."""
+        return ["ip", "netns", "exec", self.namespace]
+
+    def remove(self) -> None:
+        """Delete the namespace (and with it the veth pair)."""
+        subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True)
+
+
+@dataclass
 class StandaloneCluster:
     """The running cluster (see the module docstring)."""
 
@@ -83,6 +137,18 @@ class StandaloneCluster:
     workers: list[Worker]
     directory: Path
     shared: list[Path] = field(default_factory=list)
+    #: The second worker's network, if it has one of its own.
+    network: Network | None = None
+
+    @property
+    def host(self) -> str:
+        """The address the master, the first worker, drivers and servers the executors
+        use listen on (reachable from both workers)."""
+        return self.network.host if self.network is not None else "127.0.0.1"
+
+    def driver_environment(self) -> dict[str, str]:
+        """What a driver's environment needs so executors reach it: its address."""
+        return {"SPARK_LOCAL_IP": self.host}
 
     def restart(self, worker: Worker) -> None:
         """Start ``worker`` again (after :meth:`Worker.kill`) and wait until it has
@@ -105,6 +171,8 @@ class StandaloneCluster:
         for worker in self.workers:
             shutil.rmtree(worker.work_dir, ignore_errors=True)
         shutil.rmtree(self.directory, ignore_errors=True)
+        if self.network is not None:
+            self.network.remove()
 
 
 def command_line(command: list[str]) -> str:
@@ -172,33 +240,39 @@ def start_cluster() -> StandaloneCluster:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         raise Unavailable("a worker with a private /tmp needs root and unshare")
     directory = Path(tempfile.mkdtemp(prefix="squall-standalone-"))
+    network = Network.make()
+    host = network.host if network is not None else "127.0.0.1"
     port = free_port()
-    master_url = f"spark://127.0.0.1:{port}"
+    master_url = f"spark://{host}:{port}"
     master_log = directory / "master.log"
-    master_args = ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())]
+    master_args = ["--host", host, "--port", str(port), "--webui-port", str(free_port())]
     master_class = "org.apache.spark.deploy.master.Master"
     master = _spawn([SPARK_CLASS, master_class, *master_args], master_log)
     workers: list[Worker] = []
-    cluster = StandaloneCluster(master_url, master, workers, directory)
+    cluster = StandaloneCluster(master_url, master, workers, directory, network=network)
     try:
-        worker_args = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1"]
-        worker_args += ["--cores", "1", "--memory", "1g"]
+        worker_args = ["org.apache.spark.deploy.worker.Worker", "--cores", "1", "--memory", "1g"]
         logs = [master_log]
         for number, isolated in enumerate((False, True), start=1):
             # Outside /tmp, which the isolated worker cannot see.
             work_dir = Path(tempfile.mkdtemp(prefix=f"squall-worker{number}-", dir="/var/tmp"))
-            args = [*worker_args, "--webui-port", str(free_port()), "--work-dir", str(work_dir)]
-            command = [SPARK_CLASS, *args, master_url]
+            address = network.peer if isolated and network is not None else host
+            args = [*worker_args, "--host", address, "--webui-port", str(free_port())]
+            command = [SPARK_CLASS, *args, "--work-dir", str(work_dir), master_url]
+            env = {"SPARK_LOCAL_IP": address}
             if isolated:
                 script = private_tmp_script(command_line(command), work_dir)
                 command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
-            # Executors on one host read each other's shuffle files from disk: their
-            # scratch space must be where the other worker sees it, as on one host.
-            scratch = work_dir / "scratch"
-            scratch.mkdir()
+                if network is not None:
+                    command = [*network.enter(), *command]
+            if network is None:
+                # Executors on one host read each other's shuffle files from disk: their
+                # scratch space must be where the other worker sees it, as on one host.
+                scratch = work_dir / "scratch"
+                scratch.mkdir()
+                env["SPARK_LOCAL_DIRS"] = str(scratch)
             log = directory / f"worker{number}.log"
             logs.append(log)
-            env = {"SPARK_LOCAL_DIRS": str(scratch)}
             process = _spawn(command, log, env)
             workers.append(Worker(process, work_dir, isolated, command, log, env))
         _wait_for(
