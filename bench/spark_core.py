@@ -94,11 +94,13 @@ def local_engine(runs: int, sentences: int) -> dict[str, Any]:
 
 
 def measure(
-    master: str, checkpoint: str | None, sizes: list[int], runs: int
+    master: str, checkpoint: str | None, sizes: list[int], runs: int, conf: dict[str, str]
 ) -> dict[str, dict[str, Any]]:
-    """Each batch size's figures on ``master`` (median of ``runs``)."""
-    spark = get_session(master, {"spark.sql.shuffle.partitions": "2"})
-    location = checkpoint or tempfile.mkdtemp(prefix="bench-core-")
+    """Each batch size's figures on ``master`` (median of ``runs``); ``conf``: more
+    Spark settings."""
+    spark = get_session(master, {"spark.sql.shuffle.partitions": "2", **conf})
+    # A fresh directory per invocation: topologies of an earlier one would resume.
+    location = tempfile.mkdtemp(prefix="bench-core-", dir=checkpoint)
     cluster = SparkCluster(spark=spark, checkpoint_dir=location)
     report: dict[str, dict[str, Any]] = {}
     try:
@@ -136,8 +138,13 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(str(size) for size in BATCHES))
     parser.add_argument("--master", default="local[2]", help="the Spark master measured")
     parser.add_argument("--against", help="a master to compare with (same sizes and runs)")
-    parser.add_argument("--checkpoint", help="checkpoint location (on a cluster: shared)")
+    parser.add_argument(
+        "--checkpoint", help="a directory for the checkpoints (on a cluster: shared)"
+    )
     parser.add_argument("--no-local-engine", action="store_true", help="skip LocalCluster")
+    parser.add_argument(
+        "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="(repeatable)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -150,7 +157,8 @@ def main() -> None:
         if args.against
         else None
     )
-    for size, figures in measure(args.master, args.checkpoint, sizes, args.runs).items():
+    conf = dict(setting.split("=", 1) for setting in args.spark_conf)
+    for size, figures in measure(args.master, args.checkpoint, sizes, args.runs, conf).items():
         if local is not None:
             figures["vs_local_engine"] = round(figures["per_sec"] / local, 2)
         if other is not None:
