@@ -127,3 +127,7 @@ def test_a_local_spark_run_keeps_sparks_scratch_space_in_a_directory_it_removes(
     for engine, master in (("spark", "spark://10.0.0.5:7077"), ("local", None)):
         with cli_main.spark_scratch(engine, master, {}) as settings:
             assert settings == {}
+    # Under spark-submit, its JVM runs already (its master may be a cluster): no change.
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")
+    with cli_main.spark_scratch("spark", None, {"spark.executor.memory": "1g"}) as settings:
+        assert settings == {"spark.executor.memory": "1g"}

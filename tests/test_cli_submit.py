@@ -37,6 +37,7 @@ def test_the_command_sets_both_pythons_ships_squall_and_passes_run_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("", encoding="utf-8")
     submission = with_absolute_paths(
         Submission(
             "app.py:build",
@@ -106,6 +107,7 @@ def test_a_relative_executor_python_runs_this_python_in_the_drivers_directory(
 
 def test_dry_run_prints_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("", encoding="utf-8")
     arguments = ["submit", "app.py", "--master", "spark://m:7077", "--dry-run", "--until-idle"]
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0, result.output
@@ -114,3 +116,26 @@ def test_dry_run_prints_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert command[command.index("--master") + 1] == "spark://m:7077"
     assert command[-5:] == ["run", str(tmp_path / "app.py"), "--engine", "spark", "--until-idle"]
     assert os.path.basename(command[command.index("--py-files") + 1]) == SQUALL_ZIP
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["missing.py"], "Error: file 'missing.py' does not exist"),
+        (
+            ["app.py", "--checkpoint", "nosuch://place/squall"],
+            "Error: checkpoint location 'nosuch://place/squall': squall cannot open the "
+            "nosuch: file system here",
+        ),
+        (["app.py", "--spark-conf", "executor-memory"], "'executor-memory' is not KEY=VALUE"),
+    ],
+)
+def test_bad_input_is_refused_before_spark_submit_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["submit", *arguments, "--master", "spark://m:7077"])
+    assert result.exit_code in (1, 2), result.output
+    assert message in " ".join(result.output.split())
+    assert "spark-submit" not in result.output

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -140,13 +142,18 @@ def spark_scratch(
     ``java.io.tmpdir`` (where Spark leaves ``spark-*``, ``artifacts-*`` and native
     libraries behind). The command's process owns that JVM, so nothing uses the
     directory after the run. Settings the user gave win. (On a cluster, executors'
-    scratch space is their workers' to manage.)"""
+    scratch space is their workers' to manage; under spark-submit, the JVM and its
+    settings are spark-submit's.)"""
     if engine != "spark" or _active_spark_session():
         yield spark_conf
         return
     from squall.spark.runtime.jvm import EXTRA_JAVA_OPTIONS
     from squall.spark.runtime.pythonexec import is_local_master
-    from squall.spark.runtime.session import DEFAULT_MASTER
+    from squall.spark.runtime.session import DEFAULT_MASTER, launched_by_spark_submit
+
+    if launched_by_spark_submit():
+        yield spark_conf
+        return
 
     if not is_local_master(master or DEFAULT_MASTER):
         yield spark_conf
@@ -459,37 +466,36 @@ def submit(
 
     spark-submit is SPARK_HOME's, else the installed PySpark's.
     """
-    from squall.cli.submit import (
-        Submission,
-        SubmitError,
-        driver_directory,
-        driver_environment,
-        pack_squall,
-        spark_submit_program,
-        submit_command,
-        with_absolute_paths,
-    )
+    with user_errors():
+        from squall.cli.submit import (
+            Submission,
+            SubmitError,
+            driver_directory,
+            driver_environment,
+            pack_squall,
+            spark_submit_program,
+            submit_command,
+            with_absolute_paths,
+        )
 
-    submission = Submission(
-        target,
-        master,
-        checkpoint,
-        executor_python,
-        list(py_files),
-        list(archives),
-        parse_spark_conf(spark_conf_options),
-        name,
-        run_options,
-    )
-    try:
-        program = spark_submit_program()
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from None
-    import shlex
-    import subprocess
-
+        try:
+            program = spark_submit_program()
+        except SubmitError as exc:
+            raise click.ClickException(str(exc)) from None
+        submission = with_absolute_paths(
+            Submission(
+                target,
+                master,
+                checkpoint,
+                executor_python,
+                list(py_files),
+                list(archives),
+                parse_spark_conf(spark_conf_options),
+                name,
+                run_options,
+            )
+        )
     with tempfile.TemporaryDirectory(prefix="squall-submit-") as folder:
-        submission = with_absolute_paths(submission)
         directory = driver_directory(submission, Path(folder))
         command = submit_command(submission, pack_squall(Path(folder)), program)
         if dry_run:

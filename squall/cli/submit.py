@@ -15,6 +15,7 @@ Runs in the user's shell, on the machine that will be the driver.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import zipfile
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import squall
+from squall.cli.loader import TopologyTarget
+from squall.spark.control.location import checkpoint_location
 
 #: The name of the zip of squall shipped to executors; the driver program drops it
 #: from its own import path (the driver imports the installed squall).
@@ -128,11 +131,13 @@ def _absolute(location: str) -> str:
 
 
 def _absolute_target(target: str) -> str:
-    """``FILE.py[:NAME]`` with FILE made absolute."""
-    path, colon, name = target.rpartition(":")
-    if colon and path.endswith(".py"):
-        return f"{os.path.abspath(path)}:{name}"
-    return os.path.abspath(target)
+    """``FILE.py[:NAME]`` with FILE made absolute.
+
+    Raises:
+        TopologyLoadError: FILE does not exist or is not a file.
+    """
+    parsed = TopologyTarget.parse(target)
+    return str(parsed.path) if parsed.name is None else f"{parsed.path}:{parsed.name}"
 
 
 def driver_directory(submission: Submission, folder: Path) -> Path | None:
@@ -147,18 +152,23 @@ def driver_directory(submission: Submission, folder: Path) -> Path | None:
     directory = folder / "driver"
     launcher = directory / executor_python
     launcher.parent.mkdir(parents=True, exist_ok=True)
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n', encoding="utf-8")
     launcher.chmod(0o755)
     return directory
 
 
 def with_absolute_paths(submission: Submission) -> Submission:
     """``submission`` with its local paths (file, checkpoint, py-files, archives) made
-    absolute, for a driver that runs in another directory."""
+    absolute, for a driver that runs in another directory.
+
+    Raises:
+        TopologyLoadError: the topology's file does not exist.
+        CheckpointLocationError: the checkpoint is a location squall cannot use.
+    """
     return Submission(
         _absolute_target(submission.target),
         submission.master,
-        _absolute(submission.checkpoint) if submission.checkpoint else None,
+        checkpoint_location(submission.checkpoint) if submission.checkpoint else None,
         submission.executor_python,
         [_absolute(path) for path in submission.py_files],
         [_absolute(path) for path in submission.archives],

@@ -162,10 +162,16 @@ def get_session(
         return session
 
 
+def launched_by_spark_submit() -> bool:
+    """Whether ``spark-submit`` started this process: its JVM already runs, with the
+    settings spark-submit was given (``PYSPARK_GATEWAY_PORT`` is set)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def submitted_master() -> str | None:
-    """The master ``spark-submit`` was given, when it started this process (its JVM is
-    running: ``PYSPARK_GATEWAY_PORT`` is set), so a session squall starts keeps it."""
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+    """The master ``spark-submit`` was given, when it started this process, so a
+    session squall starts keeps it (None otherwise)."""
+    if not launched_by_spark_submit():
         return None
     from pyspark import SparkConf, SparkContext
 
