@@ -24,6 +24,7 @@ from squall.cli.submit import (
     submit_command,
     with_absolute_paths,
 )
+from squall.spark.runtime.javaoptions import QUICK_COMPILER
 
 
 def test_squall_is_zipped_from_its_sources_without_caches(tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_the_command_sets_both_pythons_ships_squall_and_passes_run_options(
             run_options=["--until-idle", "--seconds", "60"],
         )
     )
-    command = submit_command(submission, tmp_path / SQUALL_ZIP, "spark-submit")
+    command = submit_command(submission, tmp_path / SQUALL_ZIP, "spark-submit", defaults={})
     assert command == [
         "spark-submit",
         "--master",
@@ -70,6 +71,8 @@ def test_the_command_sets_both_pythons_ships_squall_and_passes_run_options(
         "spark.pyspark.python=./env/bin/python",
         "--conf",
         "spark.executor.memory=2g",
+        "--conf",
+        f"spark.driver.extraJavaOptions={QUICK_COMPILER}",
         str(DRIVER_PROGRAM),
         "run",
         f"{tmp_path / 'app.py'}:build",
@@ -83,6 +86,24 @@ def test_the_command_sets_both_pythons_ships_squall_and_passes_run_options(
         "--seconds",
         "60",
     ]
+
+
+def test_the_drivers_jvm_gets_the_quick_compiler_after_the_options_in_effect(
+    tmp_path: Path,
+) -> None:
+    def driver_options(spark_conf: dict[str, str], defaults: dict[str, str]) -> list[str]:
+        submission = Submission("app.py", spark_conf=spark_conf)
+        command = submit_command(submission, tmp_path / SQUALL_ZIP, "spark-submit", defaults)
+        return [c for c in command if c.startswith("spark.driver.extraJavaOptions=")]
+
+    site = {"spark.driver.extraJavaOptions": "-Dsite=1"}
+    assert driver_options({}, site) == [f"spark.driver.extraJavaOptions=-Dsite=1 {QUICK_COMPILER}"]
+    mine = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert driver_options(mine, site) == [f"spark.driver.extraJavaOptions=-Xss4m {QUICK_COMPILER}"]
+    chosen = {"spark.driver.extraJavaOptions": "-XX:-TieredCompilation"}
+    assert driver_options(chosen, {}) == ["spark.driver.extraJavaOptions=-XX:-TieredCompilation"]
+    admin = {"spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=4"}
+    assert driver_options({}, admin) == []
 
 
 def test_a_relative_executor_python_runs_this_python_in_the_drivers_directory(

@@ -20,9 +20,10 @@ from squall.cli.main import main
 from squall.spark.errors import SparkUnavailableError
 from squall.spark.runtime import session
 from squall.spark.runtime.javaerrors import innermost_cause, python_failure
+from squall.spark.runtime.javaoptions import QUICK_COMPILER, read_spark_defaults
 from squall.spark.runtime.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
 from squall.spark.runtime.masters import check_master
-from squall.spark.runtime.session import QUICK_COMPILER, session_settings
+from squall.spark.runtime.session import session_settings
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)
@@ -270,14 +271,53 @@ def test_a_session_keeps_the_users_java_options_and_stays_quiet() -> None:
 
 def test_a_local_session_uses_the_quick_compiler_unless_the_user_chose() -> None:
     for master in ("local", "local[2]", "local[*, 4]"):
-        settings = session_settings(master, True, None)
+        settings = session_settings(master, True, None, defaults={})
         assert settings["spark.driver.extraJavaOptions"] == QUICK_COMPILER
+        assert "spark.executor.extraJavaOptions" not in settings  # in the driver's JVM
     chosen = {"spark.driver.extraJavaOptions": "-XX:-TieredCompilation"}
-    assert session_settings("local[2]", True, chosen)["spark.driver.extraJavaOptions"] == (
-        "-XX:-TieredCompilation"
+    settings = session_settings("local[2]", True, chosen, defaults={})
+    assert settings["spark.driver.extraJavaOptions"] == "-XX:-TieredCompilation"
+
+
+def test_a_cluster_sessions_driver_and_executors_use_the_quick_compiler() -> None:
+    for master in ("spark://10.0.0.5:7077", "yarn", "local-cluster[2, 1, 1024]"):
+        settings = session_settings(master, True, None, defaults={})
+        assert settings["spark.driver.extraJavaOptions"] == QUICK_COMPILER
+        assert settings["spark.executor.extraJavaOptions"] == QUICK_COMPILER
+    mine = {"spark.executor.extraJavaOptions": "-Xss4m"}
+    settings = session_settings("yarn", True, mine, defaults={})
+    assert settings["spark.executor.extraJavaOptions"] == f"-Xss4m {QUICK_COMPILER}"
+    chosen = {"spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=4"}
+    settings = session_settings("yarn", True, chosen, defaults={})
+    assert settings["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=4"
+    assert settings["spark.driver.extraJavaOptions"] == QUICK_COMPILER
+
+
+def test_the_java_options_of_spark_defaults_are_kept_or_respected(tmp_path: Path) -> None:
+    """Options from spark-defaults.conf are what the session's settings add to (the
+    session's own would replace them); a compiler chosen there, or in an
+    administrator's defaultJavaOptions, is left alone."""
+    conf = tmp_path / "spark-defaults.conf"
+    conf.write_text(
+        "# site settings\n"
+        "spark.executor.extraJavaOptions   -Dsite=1 -Xss8m\n"
+        "spark.driver.defaultJavaOptions=-XX:-TieredCompilation\n"
+        "! another comment\n"
+        "spark.executor.memory: 4g\n"
     )
-    cluster = session_settings("spark://10.0.0.5:7077", True, None)
-    assert "spark.driver.extraJavaOptions" not in cluster
+    defaults = read_spark_defaults(str(conf))
+    assert defaults == {
+        "spark.executor.extraJavaOptions": "-Dsite=1 -Xss8m",
+        "spark.driver.defaultJavaOptions": "-XX:-TieredCompilation",
+        "spark.executor.memory": "4g",
+    }
+    settings = session_settings("spark://10.0.0.5:7077", True, None, defaults=defaults)
+    assert settings["spark.executor.extraJavaOptions"] == f"-Dsite=1 -Xss8m {QUICK_COMPILER}"
+    assert "spark.driver.extraJavaOptions" not in settings
+    quiet = session_settings("spark://10.0.0.5:7077", False, None, defaults=defaults)
+    assert "TieredStopAtLevel" not in quiet["spark.driver.extraJavaOptions"]
+    assert quiet["spark.driver.extraJavaOptions"].startswith("-Dlog4j.configurationFile=")
+    assert read_spark_defaults(None) == {}
 
 
 def test_only_a_local_session_is_pinned_to_loopback_without_a_ui() -> None:

@@ -19,13 +19,19 @@ import shlex
 import shutil
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import squall
 from squall.cli.loader import TopologyTarget
 from squall.spark.control.location import checkpoint_location
+from squall.spark.runtime.javaoptions import (
+    DRIVER_OPTIONS,
+    read_spark_defaults,
+    spark_defaults_file,
+    with_quick_compiler,
+)
 
 #: The name of the zip of squall shipped to executors; the driver program drops it
 #: from its own import path (the driver imports the installed squall).
@@ -94,14 +100,31 @@ class Submission:
     run_options: Sequence[str] = ()
 
 
-def submit_command(submission: Submission, squall_zip: Path, program: str) -> list[str]:
-    """The ``spark-submit`` command line of ``submission`` (``program``: spark-submit)."""
+def submit_command(
+    submission: Submission,
+    squall_zip: Path,
+    program: str,
+    defaults: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The ``spark-submit`` command line of ``submission`` (``program``: spark-submit).
+
+    The driver's JVM gets the JIT's quick compiler (see
+    :mod:`squall.spark.runtime.javaoptions`) after the driver options in effect: the
+    submission's, else those of ``defaults`` (the ``spark-defaults.conf`` of
+    ``program``'s Spark home, read when None). The executors get it from the session
+    the driver starts."""
+    if defaults is None:
+        spark_home = str(Path(program).resolve().parent.parent)
+        defaults = read_spark_defaults(spark_defaults_file(spark_home))
     executor_python = submission.executor_python or os.environ.get("PYSPARK_PYTHON")
     conf = {
         "spark.pyspark.driver.python": sys.executable,
         "spark.pyspark.python": executor_python or sys.executable,
         **submission.spark_conf,
     }
+    driver_options = with_quick_compiler(DRIVER_OPTIONS, {**defaults, **submission.spark_conf})
+    if driver_options is not None:
+        conf[DRIVER_OPTIONS] = driver_options
     command = [program]
     if submission.master:
         command += ["--master", submission.master]

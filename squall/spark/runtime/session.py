@@ -7,10 +7,18 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from squall.spark.errors import SparkUnavailableError
 from squall.spark.runtime.javaerrors import innermost_cause
+from squall.spark.runtime.javaoptions import (
+    DRIVER_OPTIONS,
+    EXECUTOR_OPTIONS,
+    read_spark_defaults,
+    spark_defaults_file,
+    with_quick_compiler,
+)
 from squall.spark.runtime.jvm import (
     EXTRA_JAVA_OPTIONS,
     has_own_log_configuration,
@@ -23,14 +31,6 @@ from squall.spark.runtime.pythonexec import is_local_master, worker_python
 from squall.spark.runtime.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
-#: The JVM option a local session starts with: the JIT's quick compiler only. In a
-#: local session the one JVM holds the executors too, and for squall it only moves
-#: opaque packets between Python processes; the optimizing compiler kept recompiling
-#: each micro-batch's generated code on the cores the Python workers need (measured on
-#: 2 cores, word count at 100,000 tuples per batch: 10% less CPU per batch, 9% faster).
-QUICK_COMPILER = "-XX:TieredStopAtLevel=1"
-#: Options by which a user chose the JIT's compilers themselves (left alone).
-_COMPILER_FLAGS = ("TieredStopAtLevel", "TieredCompilation")
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
 
 
@@ -56,14 +56,28 @@ def check_java() -> str:
 
 
 def session_settings(
-    master: str | None, verbose: bool, spark_conf: dict[str, Any] | None
+    master: str | None,
+    verbose: bool,
+    spark_conf: dict[str, Any] | None,
+    defaults: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The Spark configuration of a session squall starts: squall's defaults, the console
-    output settings (quiet unless ``verbose``), then ``spark_conf``, whose settings win,
-    except that the quiet log configuration is added to the user's own
-    ``spark.driver.extraJavaOptions`` rather than replaced by them."""
+    output settings (quiet unless ``verbose``), then ``spark_conf``, whose settings win.
+
+    JVM options are added to, not replaced: the quiet log configuration goes after the
+    user's own ``spark.driver.extraJavaOptions``, and the JIT's quick compiler (see
+    :mod:`squall.spark.runtime.javaoptions`) after the driver's and, where executors
+    are JVMs of their own, the executors' options. The options in effect are the
+    user's, else those of ``defaults`` (Spark's configuration before this session's
+    settings: ``spark-defaults.conf``, or what ``spark-submit`` was given; read when
+    None). Under ``spark-submit`` the driver's JVM already runs: its options are left
+    to spark-submit.
+    """
+    if defaults is None:
+        defaults = configured_defaults()
     user_conf = {key: str(value) for key, value in (spark_conf or {}).items()}
-    output_settings = output_conf(verbose, user_conf)
+    effective = {**defaults, **user_conf}
+    output_settings = output_conf(verbose, effective)
     master = master or DEFAULT_MASTER
     # A local session serves this process only: no UI, the driver on loopback. On a
     # cluster, executors on other hosts connect back to the driver, and the UI is the
@@ -91,11 +105,27 @@ def session_settings(
     }
     if EXTRA_JAVA_OPTIONS in output_settings:  # the user's Java options, and quiet logs
         settings[EXTRA_JAVA_OPTIONS] = output_settings[EXTRA_JAVA_OPTIONS]
-    if is_local_master(master) and not master.startswith("local-cluster"):
-        given = settings.get(EXTRA_JAVA_OPTIONS, "")
-        if not any(flag in given for flag in _COMPILER_FLAGS):
-            settings[EXTRA_JAVA_OPTIONS] = f"{given} {QUICK_COMPILER}".strip()
+    jvms = [] if launched_by_spark_submit() else [DRIVER_OPTIONS]
+    if not is_local_master(master) or master.startswith("local-cluster"):
+        jvms.append(EXECUTOR_OPTIONS)  # executors of their own
+    for key in jvms:
+        in_effect = {**effective, key: settings.get(key, effective.get(key, ""))}
+        options = with_quick_compiler(key, in_effect)
+        if options is not None:
+            settings[key] = options
     return settings
+
+
+def configured_defaults() -> dict[str, str]:
+    """Spark's configuration before a session's settings: under ``spark-submit``, what
+    its JVM was given (its command line and properties file); otherwise the
+    ``spark-defaults.conf`` a new JVM would read."""
+    if launched_by_spark_submit():
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()  # joins spark-submit's JVM: its settings load
+        return dict(SparkConf().getAll())
+    return read_spark_defaults(spark_defaults_file())
 
 
 def get_session(
