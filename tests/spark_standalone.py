@@ -117,7 +117,20 @@ class Network:
             if subprocess.run(step, capture_output=True).returncode != 0:
                 network.remove()
                 return None
+        network.name_addresses()
         return network
+
+    def name_addresses(self) -> None:
+        """Name both addresses in the namespace's own ``/etc/hosts`` (which ``ip netns
+        exec`` puts over ``/etc/hosts``): Spark looks up the name of its local address
+        at start, and the namespace reaches no DNS server (each lookup would wait for
+        its timeouts, about 10 s per JVM)."""
+        folder = Path("/etc/netns") / self.namespace
+        folder.mkdir(parents=True, exist_ok=True)
+        with open("/etc/hosts", encoding="utf-8") as system:
+            hosts = system.read()
+        names = f"{self.host} {self.namespace}-host\n{self.peer} {self.namespace}-peer\n"
+        (folder / "hosts").write_text(f"{hosts.rstrip()}\n{names}", encoding="utf-8")
 
     def enter(self) -> list[str]:
         """The command prefix that runs a program in the namespace."""
@@ -126,6 +139,7 @@ class Network:
     def remove(self) -> None:
         """Delete the namespace (and with it the veth pair)."""
         subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True)
+        shutil.rmtree(Path("/etc/netns") / self.namespace, ignore_errors=True)
 
 
 @dataclass

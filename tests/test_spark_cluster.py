@@ -117,6 +117,13 @@ def own_environment(standalone: StandaloneCluster) -> dict[str, str]:
     return {**inherited, **standalone.driver_environment(), "COLUMNS": "200"}
 
 
+#: Settings that make a session wait for both workers' executors before its first job
+#: (the isolated worker's executor registers later), so every test's stages can run
+#: on both.
+BOTH_EXECUTORS = {"spark.cores.max": "2", "spark.scheduler.minRegisteredResourcesRatio": "1.0"}
+BOTH_EXECUTORS_OPTIONS = [f"--spark-conf={key}={value}" for key, value in BOTH_EXECUTORS.items()]
+
+
 def run_driver(
     standalone: StandaloneCluster, command: list[str]
 ) -> subprocess.CompletedProcess[str]:
@@ -148,7 +155,13 @@ def test_a_word_count_runs_on_both_workers_with_exact_counts(
     app.write_text(textwrap.dedent(WORD_COUNT), encoding="utf-8")
     checkpoint = shared_dir / "checkpoint"
     done = squall_run(
-        standalone, app, "--master", standalone.master_url, "--checkpoint", str(checkpoint)
+        standalone,
+        app,
+        "--master",
+        standalone.master_url,
+        "--checkpoint",
+        str(checkpoint),
+        *BOTH_EXECUTORS_OPTIONS,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     sentences, split = table_row(done.stdout, "sentences"), table_row(done.stdout, "split")
@@ -167,18 +180,17 @@ import sys
 import time
 
 sys.path.insert(0, sys.argv[3])
-from trident_word_count import CONF, SENTENCES, build_topology, count_words
+from trident_word_count import CONF, all_counted, build_topology
 
 from squall.drpc import LocalDRPC
 from squall.spark import SparkCluster
 
-every_word = " ".join(SENTENCES)
 with LocalDRPC(timeout_secs=60.0) as drpc, SparkCluster(
-    master=sys.argv[1], checkpoint_dir=sys.argv[2]
+    master=sys.argv[1], checkpoint_dir=sys.argv[2], spark_conf=json.loads(sys.argv[4])
 ) as cluster:
     cluster.submit_topology("trident-words", CONF, build_topology(drpc))
     deadline = time.monotonic() + 150.0
-    while count_words(drpc, every_word) < len(every_word.split()):
+    while not all_counted(drpc):
         assert time.monotonic() < deadline, "the sentences were not counted in time"
         time.sleep(0.1)
     queries = ["cow four", "the", "to be", "unknown words"]
@@ -198,7 +210,14 @@ def test_the_trident_word_count_answers_drpc_queries_exactly(
     checkpoint = str(shared_dir / "checkpoint")
     done = run_driver(
         standalone,
-        [sys.executable, str(app), standalone.master_url, checkpoint, str(ROOT / "examples")],
+        [
+            sys.executable,
+            str(app),
+            standalone.master_url,
+            checkpoint,
+            str(ROOT / "examples"),
+            json.dumps(BOTH_EXECUTORS),
+        ],
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     answers = json.loads(done.stdout.strip().splitlines()[-1])
@@ -245,10 +264,7 @@ def test_a_checkpoint_only_the_driver_sees_is_refused_naming_it(
             "--checkpoint",
             private,
             # The session waits for both executors, so the probe reaches the isolated one.
-            "--spark-conf",
-            "spark.cores.max=2",
-            "--spark-conf",
-            "spark.scheduler.minRegisteredResourcesRatio=1.0",
+            *BOTH_EXECUTORS_OPTIONS,
         )
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -344,6 +360,7 @@ def test_squall_submit_ships_squall_to_executors_whose_python_lacks_it(
             f"{archive}#env",
             "--executor-python",
             "./env/bin/python",
+            *BOTH_EXECUTORS_OPTIONS,
             "--until-idle",
             "--seconds",
             "120",
