@@ -72,12 +72,12 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
             running = RunningTopology(
                 name, conf, topology, self.clock, emit_listener, self.coordination_store
             )
-            self._topologies[name] = running
+            self._register(name, running)
         try:
             running.start(active=True)
         except BaseException:
             with self._lock:
-                self._topologies.pop(name, None)
+                self._release(name)
             raise
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
@@ -98,7 +98,7 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
             running.kill(wait_secs)
         finally:
             with self._lock:
-                self._topologies.pop(name, None)
+                self._release(name)
 
     def activate(self, name: str) -> None:
         """Resume ``next_tuple`` calls of ``name``'s spouts (``activate`` hooks run first)."""
@@ -111,9 +111,16 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         """
         self._get(name).deactivate()
 
-    def get_topology_info(self, name: str) -> TopologyInfo:
-        """Metrics of every component of ``name`` (see :class:`TopologyInfo`)."""
-        return self._get(name).info()
+    def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
+        """Metrics of every component of ``name`` (see :class:`TopologyInfo`): since it
+        started, or over its last ``window_secs`` seconds (one of
+        :attr:`metric_windows`; see :mod:`squall.runtime.rolling`).
+
+        Raises:
+            SquallError: no topology ``name`` is running.
+            ValueError: ``window_secs`` is not a window the cluster keeps.
+        """
+        return self._in_window(name, self._get(name).info(), window_secs)
 
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""

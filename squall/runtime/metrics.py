@@ -154,6 +154,8 @@ class ComponentStats:
         execute_latency_ms: mean time in ``execute`` per tuple (bolts).
         process_latency_ms: mean time from ``execute`` start to ack, sampled (bolts).
         complete_latency_ms: mean time from spout emit to tree completion (spouts).
+        process_count: the tuples ``process_latency_ms`` is the mean of.
+        complete_count: the trees ``complete_latency_ms`` is the mean of.
         capacity: highest fraction of the last ~10 s any task spent executing (bolts;
             near 1.0 means the component is the bottleneck).
         streams: per stream id, ``{"emitted": n, "transferred": n}``. System streams are
@@ -179,6 +181,8 @@ class ComponentStats:
     execute_latency_ms: float = 0.0
     process_latency_ms: float = 0.0
     complete_latency_ms: float = 0.0
+    process_count: int = 0
+    complete_count: int = 0
     capacity: float = 0.0
     streams: dict[str, dict[str, int]] = field(default_factory=dict)
     errors: list[ErrorInfo] = field(default_factory=list)
@@ -261,5 +265,7 @@ def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) 
         summary.process_latency_ms = process_secs * 1000.0 / process_count
     if complete_count:
         summary.complete_latency_ms = complete_ms / complete_count
+    summary.process_count = process_count
+    summary.complete_count = complete_count
     summary.errors = sorted(errors, key=lambda e: e.time)[-ERRORS_KEPT:]
     return summary

@@ -186,8 +186,8 @@ class SparkCluster(TopologyRegistry[_Running]):
             directory = QueryDirectory.of(self.checkpoint_dir, name, "core")
             queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
             with self._lock:
-                self._topologies[name] = _Running(
-                    name, topology, queries, run_key, time.monotonic(), bridges
+                self._register(
+                    name, _Running(name, topology, queries, run_key, time.monotonic(), bridges)
                 )
             self._say_if_resumed(name, queries)
             return
@@ -214,8 +214,8 @@ class SparkCluster(TopologyRegistry[_Running]):
                 bridge.stop()
             raise
         with self._lock:
-            self._topologies[name] = _Running(
-                name, topology, queries, run_key, time.monotonic(), bridges
+            self._register(
+                name, _Running(name, topology, queries, run_key, time.monotonic(), bridges)
             )
         self._say_if_resumed(name, queries)
 
@@ -302,20 +302,27 @@ class SparkCluster(TopologyRegistry[_Running]):
             for bridge in running.bridges:
                 bridge.stop()
             with self._lock:
-                self._topologies.pop(name, None)
+                self._release(name)
             LIVE_RUNS.discard(running.run_key)
             TASKS.forget(running.run_key)
 
-    def get_topology_info(self, name: str) -> TopologyInfo:
+    def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
         """Micro-batch figures and errors (``extra``: of the first query, the spout's;
-        ``extra["queries"]``: every query's), and the components.
+        ``extra["queries"]``: every query's), and the components: since the topology
+        started, or over its last ``window_secs`` seconds (one of
+        :attr:`metric_windows`; see :mod:`squall.runtime.rolling`).
 
         ``extra`` also holds ``resources`` (what the session runs on, e.g.
         ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, ``resumed_from_batch``
         when the query resumed from its checkpoint, and ``failure`` (one line: the
         exception Spark's message comes from) when a query failed (``status``
         ``"FAILED"``). A bolt's (or stage's) capacity is measured against the recent
-        micro-batches' wall time (see :mod:`squall.spark.control.capacity`)."""
+        micro-batches' wall time (see :mod:`squall.spark.control.capacity`).
+
+        Raises:
+            SquallError: no topology ``name`` is running.
+            ValueError: ``window_secs`` is not a window the cluster keeps.
+        """
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}
@@ -335,7 +342,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         resources = self.resources.line()
         if resources:
             extra["resources"] = resources
-        return TopologyInfo(
+        info = TopologyInfo(
             name=name,
             status=status,
             uptime_secs=time.monotonic() - running.started,
@@ -343,6 +350,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             components=components,
             extra=extra,
         )
+        return self._in_window(name, info, window_secs)
 
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""
