@@ -126,6 +126,11 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         """The topology submitted as ``name``."""
         return self._get(name).user_topology
 
+    def get_topology_conf(self, name: str) -> dict[str, Any]:
+        """The configuration ``name`` runs with: the submitted one over squall's
+        defaults (a copy)."""
+        return dict(self._get(name).conf)
+
     def get_running(self, name: str) -> RunningTopology:
         """The engine's object for ``name`` (plan, tasks, workers): for tools and tests."""
         return self._get(name)

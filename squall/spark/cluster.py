@@ -50,6 +50,7 @@ class _Running:
     run_key: str
     started: float
     bridges: list[DRPCServer]
+    conf: dict[str, Any]
     status: str = "ACTIVE"
 
 
@@ -187,7 +188,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
             with self._lock:
                 self._register(
-                    name, _Running(name, topology, queries, run_key, time.monotonic(), bridges)
+                    name, _Running(name, topology, queries, run_key, time.monotonic(), bridges, conf)
                 )
             self._say_if_resumed(name, queries)
             return
@@ -215,7 +216,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             raise
         with self._lock:
             self._register(
-                name, _Running(name, topology, queries, run_key, time.monotonic(), bridges)
+                name, _Running(name, topology, queries, run_key, time.monotonic(), bridges, conf)
             )
         self._say_if_resumed(name, queries)
 
@@ -355,6 +356,10 @@ class SparkCluster(TopologyRegistry[_Running]):
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""
         return self._get(name).topology
+
+    def get_topology_conf(self, name: str) -> dict[str, Any]:
+        """The configuration ``name`` was submitted with (a copy)."""
+        return dict(self._get(name).conf)
 
     def shutdown(self) -> None:
         """Stop every topology; stop the SparkSession if this cluster started it, and

@@ -1,0 +1,310 @@
+"""The UI server's ASGI application: the REST API under ``/api/v1/`` (see
+``docs/ui.md``), its OpenAPI description at ``/api/v1/openapi.json``, and the guard in
+front of everything (see :class:`Guard`).
+
+Every handler runs on the server's threads and only reads the cluster's figures or
+calls its control methods (activate, deactivate, kill, rebalance): nothing a request
+names is run, imported or read from disk.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from http import HTTPStatus
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Body, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import squall
+from squall.model.errors import SquallError
+from squall.runtime.registry import TopologyRegistry
+from squall.ui.models import (
+    ClusterSummary,
+    ComponentPage,
+    ErrorAnswer,
+    GraphNode,
+    Operation,
+    RebalanceRequest,
+    TopologyPage,
+    TopologySummary,
+)
+from squall.ui.views import (
+    ALL_TIME,
+    UnknownName,
+    cluster_summary,
+    component_page,
+    parse_window,
+    topology_entries,
+    topology_page,
+    visualization,
+)
+
+API = "/api/v1"
+#: The cookie a browser keeps the token in, once it opened a page with ``?token=``.
+TOKEN_COOKIE = "squall_token"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorAnswer} for status in (400, 401, 403, 404, 409, 422)
+}
+WINDOW = Query(
+    ALL_TIME,
+    description='seconds ("600", "10800", "86400") or ":all-time"',
+    pattern=r"^(:all-time|[0-9]{1,9})$",
+)
+NAME = Path(description="the topology's name", min_length=1, max_length=512)
+
+
+def _answer(status: int, message: str) -> JSONResponse:
+    phrase = HTTPStatus(status).phrase
+    return JSONResponse({"error": phrase, "errorMessage": message}, status_code=status)
+
+
+class Guard:
+    """What every request must pass before a handler sees it.
+
+    * If the server listens on a loopback address, the ``Host`` header must name a
+      loopback host with the server's port: a page of another site cannot reach the
+      server through a name of its own that resolves to this machine.
+    * A request that changes something (not GET or HEAD) from a browser must come
+      from the server's own pages (its ``Origin``, if sent, is the server's).
+    * With a token, every request carries it: ``Authorization: Bearer <token>``, or
+      the cookie a browser got by opening a page with ``?token=<token>``.
+    """
+
+    def __init__(self, token: str | None, host: str, port: int) -> None:
+        self.token = token
+        self.port = port
+        self.loopback = host in LOOPBACK_NAMES or host.startswith("127.")
+
+    def _host_allowed(self, host_header: str) -> bool:
+        if not self.loopback:
+            return True
+        name, _, port = host_header.rpartition(":")
+        return name in LOOPBACK_NAMES and port == str(self.port)
+
+    def _token_given(self, request: Request) -> bool:
+        assert self.token is not None
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        candidates = [given.strip()] if scheme.lower() == "bearer" else []
+        cookie = request.cookies.get(TOKEN_COOKIE)
+        if cookie:
+            candidates.append(cookie)
+        return any(hmac.compare_digest(c.encode(), self.token.encode()) for c in candidates)
+
+    def refusal(self, request: Request) -> Response | None:
+        """None if ``request`` may go on, else the answer that refuses it."""
+        host = request.headers.get("host", "")
+        if not self._host_allowed(host):
+            return _answer(403, f"this server answers requests for 127.0.0.1:{self.port} only")
+        origin = request.headers.get("origin")
+        if request.method not in ("GET", "HEAD") and origin and urlsplit(origin).netloc != host:
+            return _answer(403, f"requests from {origin} may not change anything here")
+        if self.token is None or self._token_given(request):
+            return None
+        offered = request.query_params.get("token")
+        if (
+            request.method == "GET"
+            and offered
+            and hmac.compare_digest(offered.encode(), self.token.encode())
+        ):
+            answer = Response(status_code=303, headers={"location": request.url.path})
+            answer.set_cookie(TOKEN_COOKIE, offered, httponly=True, samesite="strict")
+            return answer
+        return _answer(401, "a token is needed: Authorization: Bearer <token>")
+
+
+class Control:
+    """The control requests of one cluster: kills wait on a thread of their own."""
+
+    def __init__(self, cluster: TopologyRegistry[Any]) -> None:
+        self.cluster = cluster
+        #: Topologies deactivated and waiting to be killed (shown as KILLED).
+        self.killing: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _check(self, name: str) -> None:
+        if name not in self.cluster.topology_names():
+            raise UnknownName(f"no topology named {name!r} is running")
+
+    def activate(self, name: str) -> None:
+        self._check(name)
+        self.cluster.activate(name)  # type: ignore[attr-defined]
+
+    def deactivate(self, name: str) -> None:
+        self._check(name)
+        self.cluster.deactivate(name)  # type: ignore[attr-defined]
+
+    def kill(self, name: str, wait_secs: int) -> None:
+        """Deactivate ``name`` now, and kill it after ``wait_secs`` (Storm's kill)."""
+        self._check(name)
+        with self._lock:
+            if name in self.killing:
+                return
+            self.killing.add(name)
+        self.cluster.deactivate(name)  # type: ignore[attr-defined]
+        threading.Thread(
+            target=self._kill_later, args=(name, wait_secs), name="squall-ui-kill", daemon=True
+        ).start()
+
+    def _kill_later(self, name: str, wait_secs: int) -> None:
+        time.sleep(wait_secs)
+        try:
+            self.cluster.kill_topology(name)  # type: ignore[attr-defined]
+        except SquallError:
+            pass  # killed meanwhile
+        finally:
+            with self._lock:
+                self.killing.discard(name)
+
+    def rebalance(self, name: str, wait_secs: int, request: RebalanceRequest | None) -> None:
+        """Rebalance ``name`` after ``wait_secs`` (deactivated meanwhile, then active
+        again): the cluster's ``rebalance`` checks the request first."""
+        self._check(name)
+        rebalance = getattr(self.cluster, "rebalance", None)
+        if rebalance is None:
+            raise NotImplementedError(f"{type(self.cluster).__name__} cannot rebalance")
+        options = request.rebalanceOptions if request and request.rebalanceOptions else None
+        num_workers = options.numWorkers if options else None
+        executors = options.executors if options else None
+        rebalance(name, num_workers=num_workers, executors=executors, wait_secs=wait_secs)
+
+
+def _router(cluster: TopologyRegistry[Any], control: Control, started: float) -> APIRouter:
+    router = APIRouter(prefix=API, responses=ERRORS)
+
+    def window_of(value: str) -> int | None:
+        return parse_window(value, cluster.metric_windows)
+
+    @router.get("/cluster/summary", response_model=ClusterSummary)
+    def get_cluster_summary() -> ClusterSummary:
+        """The cluster: engine, topologies, workers, executors and tasks."""
+        return cluster_summary(cluster, started, control.killing)
+
+    @router.get("/topology/summary", response_model=TopologySummary)
+    def get_topology_summary() -> TopologySummary:
+        """Every running topology, with its status and uptime."""
+        return TopologySummary(topologies=topology_entries(cluster, control.killing))
+
+    @router.get("/topology/{name}", response_model=TopologyPage)
+    def get_topology(
+        name: str = NAME,
+        window: str = WINDOW,
+        sys: bool = Query(False, description="include system components (__acker)"),
+    ) -> TopologyPage:
+        """A topology's figures per spout and bolt over ``window``."""
+        return topology_page(cluster, name, window_of(window), sys, control.killing)
+
+    @router.get("/topology/{name}/component/{component}", response_model=ComponentPage)
+    def get_component(
+        name: str = NAME,
+        component: str = Path(min_length=1, max_length=512),
+        window: str = WINDOW,
+    ) -> ComponentPage:
+        """A component's figures per window, stream and task, and its recent errors."""
+        return component_page(cluster, name, component, window_of(window), control.killing)
+
+    @router.get(
+        "/topology/{name}/visualization",
+        response_model=dict[str, GraphNode],
+    )
+    def get_visualization(name: str = NAME, window: str = WINDOW) -> dict[str, GraphNode]:
+        """The topology's graph: components, their inputs and figures."""
+        return visualization(cluster, name, window_of(window))
+
+    @router.post("/topology/{name}/activate", response_model=Operation)
+    def post_activate(name: str = NAME) -> Operation:
+        """Resume the spouts."""
+        control.activate(name)
+        return Operation(topologyOperation="activate", topologyId=name, status="success")
+
+    @router.post("/topology/{name}/deactivate", response_model=Operation)
+    def post_deactivate(name: str = NAME) -> Operation:
+        """Stop the spouts; what is in flight still completes."""
+        control.deactivate(name)
+        return Operation(topologyOperation="deactivate", topologyId=name, status="success")
+
+    @router.post("/topology/{name}/kill/{wait}", response_model=Operation)
+    def post_kill(name: str = NAME, wait: int = Path(ge=0, le=86_400)) -> Operation:
+        """Deactivate now, kill after ``wait`` seconds."""
+        control.kill(name, wait)
+        return Operation(topologyOperation="kill", topologyId=name, status="success")
+
+    @router.post("/topology/{name}/rebalance/{wait}", response_model=Operation)
+    def post_rebalance(
+        name: str = NAME,
+        wait: int = Path(ge=0, le=86_400),
+        request: Annotated[RebalanceRequest | None, Body()] = None,
+    ) -> Operation:
+        """Change the workers and the executors per component."""
+        control.rebalance(name, wait, request)
+        return Operation(topologyOperation="rebalance", topologyId=name, status="success")
+
+    return router
+
+
+def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port: int) -> FastAPI:
+    """The application serving ``cluster`` (the server listens on ``host:port``)."""
+    guard = Guard(token, host, port)
+    control = Control(cluster)
+    app = FastAPI(
+        title="squall",
+        version=squall.__version__,
+        description="The REST API of a squall cluster: topologies, their figures, control.",
+        openapi_url=f"{API}/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+    )
+
+    @app.middleware("http")
+    async def guarded(request: Request, call_next: Any) -> Response:
+        refusal = guard.refusal(request)
+        if refusal is not None:
+            return refusal
+        response: Response = await call_next(request)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.exception_handler(UnknownName)
+    async def unknown(request: Request, exc: UnknownName) -> JSONResponse:
+        return _answer(404, str(exc))
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        return _answer(400, str(exc))
+
+    @app.exception_handler(NotImplementedError)
+    async def cannot(request: Request, exc: NotImplementedError) -> JSONResponse:
+        return _answer(409, str(exc))
+
+    @app.exception_handler(SquallError)
+    async def refused(request: Request, exc: SquallError) -> JSONResponse:
+        return _answer(409, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        return _answer(422, problems)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        if exc.status_code == 404:
+            message = f"no such path: {request.url.path}"
+        return _answer(exc.status_code, message)
+
+    app.include_router(_router(cluster, control, time.monotonic()))
+    return app
+
+
+__all__ = ["API", "Guard", "make_app"]

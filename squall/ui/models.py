@@ -1,0 +1,258 @@
+"""The REST API's JSON documents, with Storm UI's field names where they apply (its
+``/api/v1/`` paths and camelCase names); squall's own additions are noted.
+
+Latencies and capacity are strings with three decimals (``"1.250"``), as Storm UI
+writes them. These models are also the OpenAPI description's schemas.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ClusterSummary(BaseModel):
+    """``GET /api/v1/cluster/summary``."""
+
+    squallVersion: str = Field(description="squall's version (squall's own field)")
+    engine: str = Field(description='"local" (LocalCluster) or "spark" (SparkCluster)')
+    resources: str = Field(description="what the engine runs on, e.g. a Spark master")
+    uptime: str = Field(description='how long the UI server has run, e.g. "6m 5s"')
+    uptimeSeconds: int
+    topologies: int = Field(description="topologies running")
+    workersTotal: int
+    executorsTotal: int
+    tasksTotal: int
+
+
+class TopologySummaryEntry(BaseModel):
+    """One topology of ``GET /api/v1/topology/summary``."""
+
+    id: str = Field(description="the topology's name (squall names topologies by name)")
+    name: str
+    status: str = Field(description="ACTIVE, INACTIVE, KILLED (being killed) or FAILED")
+    uptime: str
+    uptimeSeconds: int
+    tasksTotal: int
+    workersTotal: int
+    executorsTotal: int
+
+
+class TopologySummary(BaseModel):
+    """``GET /api/v1/topology/summary``."""
+
+    topologies: list[TopologySummaryEntry]
+
+
+class WindowStats(BaseModel):
+    """A topology's figures over one window (``topologyStats``)."""
+
+    window: str = Field(description='"600", "10800", "86400" or ":all-time"')
+    windowPretty: str = Field(description='"10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"')
+    emitted: int
+    transferred: int
+    acked: int
+    failed: int
+    completeLatency: str
+
+
+class ErrorFields(BaseModel):
+    """A component's last error (empty string and nulls when there is none)."""
+
+    lastError: str
+    errorTime: int | None = Field(description="epoch seconds")
+    errorLapsedSecs: int | None
+    errorTask: int | None = Field(description="the task that reported it (squall's own field)")
+
+
+class SpoutEntry(ErrorFields):
+    """One spout of ``GET /api/v1/topology/{id}`` (over the requested window)."""
+
+    spoutId: str
+    executors: int
+    tasks: int
+    emitted: int
+    transferred: int
+    acked: int
+    failed: int
+    completeLatency: str
+
+
+class BoltEntry(ErrorFields):
+    """One bolt of ``GET /api/v1/topology/{id}`` (over the requested window)."""
+
+    boltId: str
+    executors: int
+    tasks: int
+    emitted: int
+    transferred: int
+    executed: int
+    acked: int
+    failed: int
+    capacity: str = Field(description="fraction of the last ~10 s its busiest task executed")
+    executeLatency: str
+    processLatency: str
+
+
+class SparkBatch(BaseModel):
+    """A recent micro-batch of a topology on SparkCluster (squall's own)."""
+
+    batchId: int
+    rows: int
+    durationMs: float
+
+
+class SparkFigures(BaseModel):
+    """The micro-batches of a topology on SparkCluster (squall's own)."""
+
+    batches: int = Field(description="micro-batches completed")
+    lastBatchId: int | None
+    lastBatchRows: int
+    lastBatchMs: float
+    medianBatchMs: float
+    rowsTotal: int
+    retries: int
+    recent: list[SparkBatch]
+
+
+class TopologyPage(BaseModel):
+    """``GET /api/v1/topology/{id}``."""
+
+    id: str
+    name: str
+    status: str
+    uptime: str
+    uptimeSeconds: int
+    tasksTotal: int
+    workersTotal: int
+    executorsTotal: int
+    msgTimeout: int = Field(description="seconds before a tuple tree counts as failed")
+    window: str
+    windowHint: str
+    topologyStats: list[WindowStats]
+    spouts: list[SpoutEntry]
+    bolts: list[BoltEntry]
+    configuration: dict[str, str | int | float | bool | None]
+    spark: SparkFigures | None = Field(description="micro-batches, on SparkCluster only")
+
+
+class StreamStats(BaseModel):
+    """One output stream of a component (``outputStats``)."""
+
+    stream: str
+    emitted: int
+    transferred: int
+
+
+class ExecutorStats(BaseModel):
+    """One task of a component (``executorStats``; squall runs a task per executor
+    entry here, ``id`` ``"[t-t]"``)."""
+
+    id: str
+    task: int
+    emitted: int
+    transferred: int
+    executed: int
+    acked: int
+    failed: int
+
+
+class ComponentError(BaseModel):
+    """One recent error of a component (``componentErrors``)."""
+
+    error: str
+    errorTime: int = Field(description="epoch milliseconds")
+    errorLapsedSecs: int
+    errorTask: int
+    traceback: str = Field(description="the formatted traceback (squall's own field)")
+
+
+class ComponentWindowStats(BaseModel):
+    """A component's figures over one window (``spoutSummary`` / ``boltStats``)."""
+
+    window: str
+    windowPretty: str
+    emitted: int
+    transferred: int
+    executed: int
+    acked: int
+    failed: int
+    completeLatency: str
+    executeLatency: str
+    processLatency: str
+
+
+class InputEntry(BaseModel):
+    """A stream a bolt subscribes to, and how (squall's own ``inputs``)."""
+
+    component: str
+    stream: str
+    grouping: str
+
+
+class ComponentPage(BaseModel):
+    """``GET /api/v1/topology/{id}/component/{component}``."""
+
+    id: str
+    name: str = Field(description="the topology's name")
+    topologyId: str
+    topologyStatus: str
+    componentType: str = Field(description='"spout" or "bolt"')
+    window: str
+    windowHint: str
+    executors: int
+    tasks: int
+    spoutSummary: list[ComponentWindowStats] | None
+    boltStats: list[ComponentWindowStats] | None
+    outputStats: list[StreamStats]
+    inputs: list[InputEntry]
+    executorStats: list[ExecutorStats]
+    componentErrors: list[ComponentError]
+    custom: dict[str, float] = Field(description="the component's own metrics")
+
+
+class GraphInput(BaseModel):
+    """A stream into a component, as the graph draws it."""
+
+    component: str
+    stream: str
+    grouping: str = Field(description='e.g. "shuffle", "fields(word)"')
+
+
+class GraphNode(BaseModel):
+    """A component of ``GET /api/v1/topology/{id}/visualization`` (Storm's keys
+    without their leading colons)."""
+
+    type: str = Field(description='"spout" or "bolt"')
+    capacity: float
+    latency: float = Field(description="complete latency (spouts), execute latency (bolts), ms")
+    transferred: int
+    link: str = Field(description="the component's page")
+    inputs: list[GraphInput]
+
+
+class Operation(BaseModel):
+    """The answer to a control request."""
+
+    topologyOperation: str = Field(description="activate, deactivate, rebalance or kill")
+    topologyId: str
+    status: str = Field(description='"success"')
+
+
+class RebalanceOptions(BaseModel):
+    """What to change: workers, and executors per component (up to its task count)."""
+
+    numWorkers: int | None = Field(default=None, ge=1)
+    executors: dict[str, int] | None = None
+
+
+class RebalanceRequest(BaseModel):
+    """The optional body of ``POST /api/v1/topology/{id}/rebalance/{wait}``."""
+
+    rebalanceOptions: RebalanceOptions | None = None
+
+
+class ErrorAnswer(BaseModel):
+    """Every 4xx and 5xx answer."""
+
+    error: str = Field(description='the HTTP status\'s phrase, e.g. "Not Found"')
+    errorMessage: str = Field(description="what was wrong")

@@ -1,0 +1,122 @@
+"""``UIServer``: the web UI and REST API of a running cluster, served from this process.
+
+The server runs uvicorn (an ASGI server) on a daemon thread of its own, on a socket
+bound when :meth:`UIServer.start` is called, so a port in use is an error there and
+then, and ``port=0`` picks a free one (:attr:`UIServer.url` tells which).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from squall.model.errors import SquallError
+
+if TYPE_CHECKING:
+    from squall.runtime.registry import TopologyRegistry
+
+#: How long :meth:`UIServer.start` waits for the server to serve.
+START_TIMEOUT_SECS = 30.0
+
+
+class UIServer:
+    """Serves the web UI (``/``) and the REST API (``/api/v1/``) of ``cluster``: a
+    :class:`~squall.LocalCluster` or :class:`~squall.spark.SparkCluster` of this process.
+
+    Args:
+        cluster: the cluster whose topologies are shown and steered.
+        host: the address to listen on. The default, ``127.0.0.1``, serves this
+            machine only; requests must then name a loopback host (a page of another
+            site cannot reach the server through a name it controls).
+        port: the port (0: a free one).
+        token: if given, every request needs ``Authorization: Bearer <token>`` (a
+            browser opens ``/?token=<token>`` once; a cookie carries it afterwards).
+
+    Example::
+
+        with LocalCluster() as cluster, UIServer(cluster, port=0) as ui:
+            print(ui.url)
+    """
+
+    def __init__(
+        self,
+        cluster: TopologyRegistry[Any],
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        token: str | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.host = host
+        self.port = port
+        self.token = token
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The server's base URL, e.g. ``http://127.0.0.1:8080/``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def start(self) -> UIServer:
+        """Bind the socket and start serving on a daemon thread; returns once requests
+        are answered.
+
+        Raises:
+            SquallError: the address cannot be bound (the port is in use, say), or the
+                server did not start.
+        """
+        import uvicorn
+
+        from squall.ui.app import make_app
+
+        if self._thread is not None:
+            raise SquallError(f"the UI server at {self.url} is already running")
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise SquallError(
+                f"the UI server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from exc
+        self.port = sock.getsockname()[1]
+        app = make_app(self.cluster, self.token, self.host, self.port)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            name="squall-ui-server",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_SECS
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise SquallError(f"the UI server at {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (requests in progress finish) and wait for the thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> UIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+__all__ = ["UIServer"]
