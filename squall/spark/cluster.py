@@ -188,7 +188,8 @@ class SparkCluster(TopologyRegistry[_Running]):
             queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
             with self._lock:
                 self._register(
-                    name, _Running(name, topology, queries, run_key, time.monotonic(), bridges, conf)
+                    name,
+                    _Running(name, topology, queries, run_key, time.monotonic(), bridges, conf),
                 )
             self._say_if_resumed(name, queries)
             return

@@ -58,6 +58,7 @@ WINDOW = Query(
     pattern=r"^(:all-time|[0-9]{1,9})$",
 )
 NAME = Path(description="the topology's name", min_length=1, max_length=512)
+SYSTEM = Query(False, description="include system components (__acker) and streams")
 
 
 def _answer(status: int, message: str) -> JSONResponse:
@@ -196,7 +197,7 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
     def get_topology(
         name: str = NAME,
         window: str = WINDOW,
-        sys: bool = Query(False, description="include system components (__acker)"),
+        sys: bool = SYSTEM,
     ) -> TopologyPage:
         """A topology's figures per spout and bolt over ``window``."""
         return topology_page(cluster, name, window_of(window), sys, control.killing)
@@ -206,9 +207,10 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
         name: str = NAME,
         component: str = Path(min_length=1, max_length=512),
         window: str = WINDOW,
+        sys: bool = SYSTEM,
     ) -> ComponentPage:
         """A component's figures per window, stream and task, and its recent errors."""
-        return component_page(cluster, name, component, window_of(window), control.killing)
+        return component_page(cluster, name, component, window_of(window), sys, control.killing)
 
     @router.get(
         "/topology/{name}/visualization",

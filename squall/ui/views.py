@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import squall
 from squall.model.errors import SquallError
-from squall.model.topology import StormTopology
+from squall.model.topology import StormTopology, is_control_stream
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.ui.models import (
@@ -333,10 +333,12 @@ def component_page(
     name: str,
     component_id: str,
     window: int | None,
+    system: bool,
     killing: set[str],
 ) -> ComponentPage:
     """``GET topology/{name}/component/{component_id}``: over ``window`` (None: all
-    time), and over every window in ``spoutSummary``/``boltStats``."""
+    time), and over every window in ``spoutSummary``/``boltStats``; control and
+    system streams (acking, batches) only if ``system``."""
     info = _info(cluster, name, window)
     stats = _component(info, component_id)
     topology: StormTopology = cluster.get_topology(name)  # type: ignore[attr-defined]
@@ -368,6 +370,7 @@ def component_page(
         outputStats=[
             StreamStats(stream=stream, emitted=counts["emitted"], transferred=counts["transferred"])
             for stream, counts in sorted(stats.streams.items())
+            if system or not is_control_stream(stream)
         ],
         inputs=inputs,
         executorStats=[
