@@ -13,7 +13,7 @@ import hmac
 import threading
 import time
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Body, FastAPI, Path, Query, Request
@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import squall
 from squall.model.errors import SquallError
 from squall.runtime.registry import TopologyRegistry
+from squall.runtime.rolling import WINDOWS
 from squall.ui.models import (
     ClusterSummary,
     ComponentPage,
@@ -52,18 +53,18 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorAnswer} for status in (400, 401, 403, 404, 409, 422)
 }
-WINDOW = Query(
-    ALL_TIME,
-    description='seconds ("600", "10800", "86400") or ":all-time"',
-    pattern=r"^(:all-time|[0-9]{1,9})$",
-)
+#: The ``window`` parameter's values: the rolling windows in seconds, or all time.
+Window = Literal[":all-time", "600", "10800", "86400"]
+assert set(get_args(Window)) == {ALL_TIME, *(str(w) for w in WINDOWS)}
+WINDOW = Query(ALL_TIME, description='seconds ("600", "10800", "86400") or ":all-time"')
 NAME = Path(description="the topology's name", min_length=1, max_length=512)
 SYSTEM = Query(False, description="include system components (__acker) and streams")
 
 
-def _answer(status: int, message: str) -> JSONResponse:
+def _answer(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     phrase = HTTPStatus(status).phrase
-    return JSONResponse({"error": phrase, "errorMessage": message}, status_code=status)
+    body = {"error": phrase, "errorMessage": message}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 class Guard:
@@ -129,6 +130,14 @@ class Control:
         #: Topologies deactivated and waiting to be killed (shown as KILLED).
         self.killing: set[str] = set()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._waiting: list[threading.Thread] = []
+
+    def stop(self) -> None:
+        """The server stops: the kills still waiting are carried out now."""
+        self._stopping.set()
+        for thread in self._waiting:
+            thread.join(timeout=60.0)
 
     def _check(self, name: str) -> None:
         if name not in self.cluster.topology_names():
@@ -150,12 +159,14 @@ class Control:
                 return
             self.killing.add(name)
         self.cluster.deactivate(name)  # type: ignore[attr-defined]
-        threading.Thread(
+        thread = threading.Thread(
             target=self._kill_later, args=(name, wait_secs), name="squall-ui-kill", daemon=True
-        ).start()
+        )
+        self._waiting = [t for t in self._waiting if t.is_alive()] + [thread]
+        thread.start()
 
     def _kill_later(self, name: str, wait_secs: int) -> None:
-        time.sleep(wait_secs)
+        self._stopping.wait(wait_secs)
         try:
             self.cluster.kill_topology(name)  # type: ignore[attr-defined]
         except SquallError:
@@ -196,7 +207,7 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
     @router.get("/topology/{name}", response_model=TopologyPage)
     def get_topology(
         name: str = NAME,
-        window: str = WINDOW,
+        window: Window = WINDOW,
         sys: bool = SYSTEM,
     ) -> TopologyPage:
         """A topology's figures per spout and bolt over ``window``."""
@@ -206,7 +217,7 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
     def get_component(
         name: str = NAME,
         component: str = Path(min_length=1, max_length=512),
-        window: str = WINDOW,
+        window: Window = WINDOW,
         sys: bool = SYSTEM,
     ) -> ComponentPage:
         """A component's figures per window, stream and task, and its recent errors."""
@@ -216,7 +227,7 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
         "/topology/{name}/visualization",
         response_model=dict[str, GraphNode],
     )
-    def get_visualization(name: str = NAME, window: str = WINDOW) -> dict[str, GraphNode]:
+    def get_visualization(name: str = NAME, window: Window = WINDOW) -> dict[str, GraphNode]:
         """The topology's graph: components, their inputs and figures."""
         return visualization(cluster, name, window_of(window))
 
@@ -303,9 +314,10 @@ def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port:
         message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
         if exc.status_code == 404:
             message = f"no such path: {request.url.path}"
-        return _answer(exc.status_code, message)
+        return _answer(exc.status_code, message, dict(exc.headers or {}))
 
     app.include_router(_router(cluster, control, time.monotonic()))
+    app.state.control = control
     return app
 
 

@@ -53,6 +53,7 @@ class UIServer:
         self.token = token
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._app: Any = None
 
     @property
     def url(self) -> str:
@@ -85,7 +86,7 @@ class UIServer:
                 f"the UI server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         self.port = sock.getsockname()[1]
-        app = make_app(self.cluster, self.token, self.host, self.port)
+        app = self._app = make_app(self.cluster, self.token, self.host, self.port)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -104,13 +105,17 @@ class UIServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving (requests in progress finish) and wait for the thread."""
+        """Stop serving (requests in progress finish) and wait for the thread; kills
+        asked for with a wait still running are carried out now."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        if self._app is not None:
+            self._app.state.control.stop()
         self._server = None
         self._thread = None
+        self._app = None
 
     def __enter__(self) -> UIServer:
         return self.start()
