@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
 from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
@@ -17,9 +19,9 @@ from squall.runtime.registry import TopologyRegistry
 class LocalCluster(TopologyRegistry[RunningTopology]):
     """Runs topologies in this process: Storm's local mode, and squall's default engine.
 
-    Each topology gets ``topology.workers`` worker threads; a worker runs its tasks
-    cooperatively (see :mod:`squall.local.worker`). Tuples move through in-memory queues
-    in batches; nothing is serialized.
+    Each topology gets ``topology.workers`` worker threads (``rebalance`` changes how
+    many); a worker runs its tasks cooperatively (see :mod:`squall.local.worker`).
+    Tuples move through in-memory queues in batches; nothing is serialized.
 
     Args:
         clock: where time comes from (message timeouts, tick tuples); tests pass a
@@ -110,6 +112,39 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         Bolts keep processing what is in flight; acks still reach the spouts.
         """
         self._get(name).deactivate()
+
+    def rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Storm's ``storm rebalance``: run ``name`` on ``num_workers`` worker threads,
+        with ``executors[c]`` executors for each component ``c`` given.
+
+        The spouts stop calling ``next_tuple`` (status ``REBALANCING``), the call waits
+        ``wait_secs`` while bolts go on, the tasks are dealt to the new workers, and
+        the topology goes back to the activation it had (a deactivated topology stays
+        deactivated). Returns once the new workers run. Task ids never change, so a
+        component runs in 1 to its task count executors; arguments left out keep what
+        there is (neither: the same layout, dealt again).
+
+        Every task keeps its component object, state, queue, pending tuple trees and
+        counters (nothing is closed or opened again); see
+        :mod:`squall.local.rebalance`. Afterwards ``get_topology_info(name).workers``,
+        ``.extra["executors"]`` (component id -> executors, system components
+        included), ``get_topology_conf(name)["topology.workers"]`` and the parallelism
+        hints of ``get_topology(name)`` report the new layout (the submitted topology
+        object is not modified).
+
+        Raises:
+            SquallError: no topology ``name`` is running, or it was killed meanwhile.
+            InvalidTopologyError: ``num_workers`` < 1, an unknown component, an executor
+                count outside 1..the component's task count, or ``wait_secs`` < 0.
+        """
+        running = self._get(name)
+        running.rebalance(check_request(name, running.plan, num_workers, executors, wait_secs))
 
     def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
         """Metrics of every component of ``name`` (see :class:`TopologyInfo`): since it

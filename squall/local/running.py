@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from squall.local.backpressure import build_gates
+from squall.local.rebalance import (
+    RebalanceRequest,
+    refresh_local_routes,
+    task_collectors,
+    tick_dues,
+    with_parallelism,
+)
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
-from squall.model.errors import InvalidTopologyError
+from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
@@ -64,7 +72,11 @@ def _execution_order(topology: StormTopology, runners: list[TaskRunner]) -> list
 
 
 class RunningTopology:
-    """Builds live tasks from a topology and runs them on worker threads."""
+    """Builds live tasks from a topology and runs them on worker threads.
+
+    Control calls (``activate``, ``deactivate``, ``rebalance``, ``kill``) take turns:
+    each waits for the one running to end (``kill`` cuts a rebalance's wait short).
+    """
 
     def __init__(
         self,
@@ -89,7 +101,12 @@ class RunningTopology:
         self.status = "INACTIVE"
         self.inboxes: list[deque[Tuple]] = [deque() for _ in range(self.plan.max_task_id + 1)]
         self.runners: dict[int, TaskRunner] = {}
+        self._control = threading.Lock()
+        self._killed = threading.Event()
+        #: Acker messages sent by the ack buffers of workers a rebalance removed.
+        self._retired_ack_messages = 0
         self._build_runners(emit_listener)
+        self._wire_backpressure()
         self.workers = self._build_workers()
 
     def _build_runners(self, emit_listener: EmitListener | None) -> None:
@@ -171,9 +188,10 @@ class RunningTopology:
 
         return observe
 
-    def _build_workers(self) -> list[Worker]:
-        conf = self.conf
-        high_water = int(conf[Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
+    def _wire_backpressure(self) -> None:
+        """Give every task its output gate and every spout the bolts' queues to watch
+        (both depend on tasks only, not on which worker runs them)."""
+        high_water = int(self.conf[Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
         bolt_inboxes = [r.inbox for r in self.runners.values() if not r.is_spout]
 
         def backpressure() -> bool:
@@ -188,22 +206,33 @@ class RunningTopology:
         )
         for task, runner in self.runners.items():
             runner.gate = gates[task]
-        idle_sleep = float(conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
+            if isinstance(runner, SpoutRunner):
+                runner.backpressure = backpressure
+
+    def _build_workers(
+        self, adopted: bool = False, dues: Mapping[int, float] | None = None
+    ) -> list[Worker]:
+        """A worker per the plan's workers, with its tasks and tick schedules.
+
+        Args:
+            adopted: the tasks are open already (a rebalance moves them).
+            dues: task id -> when its next tick is due (kept across a rebalance).
+        """
+        idle_sleep = float(self.conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
         workers = []
         for index in range(self.plan.num_workers):
             runners = [r for t, r in self.runners.items() if self.plan.task_worker[t] == index]
-            for runner in runners:
-                if isinstance(runner, SpoutRunner):
-                    runner.backpressure = backpressure
-            schedules: dict[float, TickSchedule] = {}
+            schedules: dict[tuple[float, float], TickSchedule] = {}
             for runner in runners:
                 freq = runner.conf.get(Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS)
                 if runner.is_spout or not freq:
                     continue
                 period = round(float(freq) * 1000.0, 3)  # whole microseconds: 2.007 s -> 2007 ms
-                if period not in schedules:
-                    schedules[period] = TickSchedule(period, freq, [])
-                schedules[period].inboxes.append(runner.inbox)
+                due = (dues or {}).get(runner.task_id, 0.0)
+                key = (period, due)
+                if key not in schedules:
+                    schedules[key] = TickSchedule(period, freq, [], due)
+                schedules[key].inboxes.append(runner.inbox)
             workers.append(
                 Worker(
                     f"squall-{self.name}-worker-{index}",
@@ -212,6 +241,7 @@ class RunningTopology:
                     list(schedules.values()),
                     idle_sleep,
                     self.ack_buffers[index],
+                    adopted,
                 )
             )
         return workers
@@ -250,13 +280,94 @@ class RunningTopology:
 
     def activate(self) -> None:
         """Resume ``next_tuple`` calls (spouts' ``activate`` runs on their threads)."""
-        self._set_spouts_active(True)
-        self.status = "ACTIVE"
+        with self._control:
+            self._set_spouts_active(True)
+            self.status = "ACTIVE"
 
     def deactivate(self) -> None:
         """Stop ``next_tuple`` calls; returns once every spout task has stopped."""
-        self._set_spouts_active(False)
-        self.status = "INACTIVE"
+        with self._control:
+            self._set_spouts_active(False)
+            self.status = "INACTIVE"
+
+    def rebalance(self, request: RebalanceRequest) -> None:
+        """Run the topology on ``request.num_workers`` workers with
+        ``request.executors`` executors per component (see :mod:`squall.local.rebalance`).
+
+        Runs on the caller's thread: deactivates the spouts (status ``REBALANCING``),
+        waits ``request.wait_secs``, moves every task to its new worker between two of
+        its batches, then restores the activation there was. Returns once the new
+        workers run. No task is closed or opened again, and no tuple, ack, pending
+        tree or tick is lost or repeated.
+
+        Raises:
+            SquallError: the topology is killed (before the call, or during the wait:
+                the layout is then left as it was).
+        """
+        with self._control:
+            if self._killed.is_set():
+                raise SquallError(f"topology {self.name!r} is being killed")
+            previous = self.status
+            self._set_spouts_active(False)
+            self.status = "REBALANCING"
+            try:
+                if request.wait_secs > 0 and self._killed.wait(request.wait_secs):
+                    raise SquallError(f"topology {self.name!r} was killed before its rebalance ran")
+                num_workers = request.num_workers or self.plan.num_workers
+                self._move_tasks(num_workers, request.executors)
+            finally:
+                if not self._killed.is_set():
+                    # The status first: while it says REBALANCING, no spout emits.
+                    self.status = previous
+                    if previous == "ACTIVE":
+                        self._set_spouts_active(True)
+
+    def _move_tasks(self, num_workers: int, executors: Mapping[str, int]) -> None:
+        """Hand every task over from the workers there are to new ones dealt for
+        ``num_workers`` workers and ``executors``; returns once each new worker has run
+        a loop turn. Call with the control lock held."""
+        old = self.workers
+        for worker in old:
+            worker.hand_over()
+        for worker in old:
+            worker.join()
+        dues = tick_dues(old)
+        self.plan.change_layout(num_workers, executors)
+        self._resize_ack_buffers(num_workers)
+        for task, runner in self.runners.items():
+            buffer = self.ack_buffers[self.plan.task_worker[task]]
+            for collector in task_collectors(runner):
+                collector.use_ack_buffer(buffer)
+        refresh_local_routes(self.topology, self.plan, self.runners.values())
+        self._record_layout(num_workers, executors)
+        workers = self._build_workers(adopted=True, dues=dues)
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.release(True)
+        self.workers = workers
+        turns = [worker.call(_no_action) for worker in workers]
+        for turn in turns:
+            turn.done.wait()
+
+    def _resize_ack_buffers(self, num_workers: int) -> None:
+        """One ack buffer per worker: the first ones kept, extra ones retired (all are
+        empty: their workers flushed them as they stopped)."""
+        buffers = self.ack_buffers
+        acker_tasks = self.plan.component_tasks.get(ACKER_COMPONENT, [])
+        for retired in buffers[num_workers:]:
+            self._retired_ack_messages += retired.messages_sent
+        kept = buffers[:num_workers]
+        kept.extend(AckBuffer(self.inboxes, acker_tasks) for _ in range(num_workers - len(kept)))
+        self.ack_buffers = kept
+
+    def _record_layout(self, num_workers: int, executors: Mapping[str, int]) -> None:
+        """What the topology runs with after a rebalance, where users read it: its
+        configuration's ``topology.workers`` and its components' parallelism hints."""
+        self.conf[Config.TOPOLOGY_WORKERS] = num_workers
+        for component_id, count in executors.items():
+            self.topology.get_component(component_id).parallelism = count
+        self.user_topology = with_parallelism(self.user_topology, executors)
 
     def is_drained(self) -> bool:
         """No tuple queued anywhere, no ack buffered, every worker idle."""
@@ -295,14 +406,16 @@ class RunningTopology:
         Draining processes what is queued, acks included; it does not wait for trees
         held by a bolt that never acks them (those would only time out).
         """
-        self.status = "KILLED"
-        self._set_spouts_active(False)
-        if wait_secs > 0:
-            self.wait_idle(wait_secs, pending_too=False)
-        for worker in self.workers:
-            worker.stop()
-        for worker in self.workers:
-            worker.join()
+        self._killed.set()
+        with self._control:
+            self.status = "KILLED"
+            self._set_spouts_active(False)
+            if wait_secs > 0:
+                self.wait_idle(wait_secs, pending_too=False)
+            for worker in self.workers:
+                worker.stop()
+            for worker in self.workers:
+                worker.join()
 
     def threads(self) -> list[Any]:
         """The worker threads (for tests that check nothing is left behind)."""
@@ -333,9 +446,15 @@ class RunningTopology:
                     r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
                 ),
                 "queued": sum(len(q) for q in self.inboxes),
-                "ack_messages": sum(b.messages_sent for b in self.ack_buffers),
+                "ack_messages": self._retired_ack_messages
+                + sum(b.messages_sent for b in self.ack_buffers),
+                "executors": self.plan.component_executors(),
             },
         )
+
+
+def _no_action() -> None:
+    """A command that does nothing: waiting for it waits for a worker's loop turn."""
 
 
 def _activation_all(runners: list[SpoutRunner], active: bool) -> Callable[[], None]:

@@ -29,7 +29,9 @@ SPOUT_BATCH = 128
 
 @dataclass
 class TickSchedule:
-    """Tick tuples every ``period_ms`` into ``inboxes`` (the tasks of one frequency)."""
+    """Tick tuples every ``period_ms`` into ``inboxes`` (the tasks of one frequency),
+    the next one at ``next_due`` (clock milliseconds; set when the worker starts, unless
+    it adopts running tasks)."""
 
     period_ms: float
     rate_secs: Any
@@ -51,6 +53,11 @@ class Worker:
     ``ready``; the thread then waits for ``release(go)`` (all workers of a topology start
     together, or none does). ``stop()`` ends the loop; ``close``/``cleanup`` run on the
     worker thread before it exits.
+
+    A rebalance moves tasks between workers without closing them: ``hand_over()`` ends
+    the loop between two rounds and leaves the tasks open, and a worker built with
+    ``adopted=True`` runs tasks that are open already (it neither opens nor restarts
+    their tick periods) and closes them when it stops.
     """
 
     def __init__(
@@ -61,6 +68,7 @@ class Worker:
         ticks: list[TickSchedule],
         idle_sleep_secs: float,
         ack_buffer: AckBuffer,
+        adopted: bool = False,
     ) -> None:
         self.name = name
         self.runners = runners
@@ -74,6 +82,8 @@ class Worker:
         self._go = threading.Event()
         self._proceed = False
         self._stop_requested = False
+        self._handing_over = False
+        self._adopted = adopted
         self._commands: deque[_Command] = deque()
         self._started: list[TaskRunner] = []
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -106,6 +116,14 @@ class Worker:
         self._stop_requested = True
         self._go.set()
 
+    def hand_over(self) -> None:
+        """Ask the loop to end after its current round, leaving every task open (they
+        move to other workers). Non-blocking; ``join`` waits for the thread, which runs
+        the commands queued and flushes its ack buffer before it exits."""
+        self._handing_over = True
+        self._stop_requested = True
+        self._go.set()
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for the thread to finish."""
         self._thread.join(timeout)
@@ -118,24 +136,10 @@ class Worker:
 
     def _main(self) -> None:
         try:
-            for runner in self.runners:
-                try:
-                    runner.start()
-                except Exception as exc:
-                    kind = "open" if runner.is_spout else "prepare"
-                    error = ComponentError(
-                        f"component {runner.component_id!r} task {runner.task_id}: {kind} "
-                        f"raised {type(exc).__name__}: {exc}"
-                    )
-                    error.__cause__ = exc
-                    runner.stats.record_error(exc)
-                    self.start_error = error
-                    break
-                self._started.append(runner)
-            # Tick periods start now, before submit returns, not when the loop starts.
-            now = self.clock.now_ms()
-            for schedule in self.ticks:
-                schedule.next_due = now + schedule.period_ms
+            if self._adopted:
+                self._started = list(self.runners)
+            else:
+                self._start_tasks()
             self.ready.set()
             self._go.wait()
             if self._proceed and not self._stop_requested and self.start_error is None:
@@ -143,9 +147,30 @@ class Worker:
         finally:
             self._run_commands()
             self.ack_buffer.flush()
-            for runner in self._started:
-                runner.stop()
+            if not self._handing_over:
+                for runner in self._started:
+                    runner.stop()
             self.ready.set()
+
+    def _start_tasks(self) -> None:
+        for runner in self.runners:
+            try:
+                runner.start()
+            except Exception as exc:
+                kind = "open" if runner.is_spout else "prepare"
+                error = ComponentError(
+                    f"component {runner.component_id!r} task {runner.task_id}: {kind} "
+                    f"raised {type(exc).__name__}: {exc}"
+                )
+                error.__cause__ = exc
+                runner.stats.record_error(exc)
+                self.start_error = error
+                break
+            self._started.append(runner)
+        # Tick periods start now, before submit returns, not when the loop starts.
+        now = self.clock.now_ms()
+        for schedule in self.ticks:
+            schedule.next_due = now + schedule.period_ms
 
     def _loop(self) -> None:
         clock = self.clock

@@ -178,6 +178,12 @@ class _Emitter:
         """Install a callback seeing every user emit (debug logging, test capture)."""
         self._observer = observer
 
+    def use_ack_buffer(self, buffer: AckBuffer) -> None:
+        """Send acks through ``buffer`` from now on: the engine moved the task to the
+        thread that owns ``buffer`` (the local engine's rebalance). Call while the task
+        does not run, after its previous buffer was flushed."""
+        self._ack_buffer = buffer
+
     def _route(self, stream: str, values: Sequence[Any]) -> StreamRoute:
         try:
             route = self._routes[stream]
@@ -245,6 +251,11 @@ class OutputCollector(_Emitter):
         #: The tuple whose processing latency is being sampled, and when it started.
         self.sample_tuple: Tuple | None = None
         self.sample_start = 0.0
+
+    def use_ack_buffer(self, buffer: AckBuffer) -> None:
+        """Send acks through ``buffer`` from now on (see ``_Emitter.use_ack_buffer``)."""
+        super().use_ack_buffer(buffer)
+        self.pending_acks = buffer.acks
 
     def emit(
         self,

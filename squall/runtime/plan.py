@@ -6,6 +6,7 @@ is routed to the same task id whichever engine runs it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,30 @@ class TaskPlan:
         """Position of ``task_id`` among its component's tasks."""
         return self.component_tasks[self.task_component[task_id]].index(task_id)
 
+    def component_executors(self) -> dict[str, int]:
+        """Component id -> how many executors run its tasks (0 for a component
+        without tasks), components in id order."""
+        counts = dict.fromkeys(self.component_tasks, 0)
+        for executor in self.executors:
+            counts[executor.component_id] += 1
+        return counts
+
+    def change_layout(self, num_workers: int, executors: Mapping[str, int]) -> None:
+        """Deal the same tasks to ``num_workers`` workers, in ``executors[c]`` executors
+        for each component ``c`` given (the others keep their count), as
+        :func:`build_plan` deals them. Task ids never change.
+
+        Changes this plan in place, so every holder of it (a task's
+        ``TopologyContext``) sees the new layout: the local engine's rebalance calls it
+        while no task runs. Counts are not checked here (see
+        ``squall.local.rebalance.check_request``).
+        """
+        counts = {**self.component_executors(), **executors}
+        dealt = deal_executors(self.component_tasks, counts, num_workers)
+        self.executors = dealt
+        self.task_worker = {task: ex.worker for ex in dealt for task in ex.tasks}
+        self.num_workers = num_workers
+
 
 def split_evenly(items: list[int], parts: int) -> list[list[int]]:
     """Split ``items`` into ``parts`` contiguous runs, the first runs one longer if needed."""
@@ -51,6 +76,26 @@ def split_evenly(items: list[int], parts: int) -> list[list[int]]:
         runs.append(items[start:end])
         start = end
     return runs
+
+
+def deal_executors(
+    component_tasks: Mapping[str, list[int]], executors: Mapping[str, int], workers: int
+) -> list[ExecutorPlan]:
+    """Split each component's tasks into ``executors[c]`` contiguous runs (at least one,
+    at most one per task; a component left out gets one), then deal those executors to
+    ``workers`` workers round-robin, in the order of their first task."""
+    runs: list[tuple[str, list[int]]] = []
+    for component_id in sorted(component_tasks):
+        tasks = component_tasks[component_id]
+        if not tasks:
+            continue
+        count = max(1, min(executors.get(component_id, 1), len(tasks)))
+        runs.extend((component_id, run) for run in split_evenly(tasks, count))
+    runs.sort(key=lambda item: item[1][0])
+    return [
+        ExecutorPlan(cid, tuple(tasks), position % workers)
+        for position, (cid, tasks) in enumerate(runs)
+    ]
 
 
 def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
@@ -65,7 +110,7 @@ def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
     workers = max(1, int(conf.get(Config.TOPOLOGY_WORKERS) or 1))
     component_tasks: dict[str, list[int]] = {}
     task_component: dict[int, str] = {}
-    executors_of: list[tuple[str, list[int]]] = []
+    parallelism_of: dict[str, int] = {}
     next_task = 1
     for component_id in sorted(topology.component_ids()):
         spec = topology.get_component(component_id)
@@ -79,12 +124,7 @@ def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
         component_tasks[component_id] = tasks
         for task in tasks:
             task_component[task] = component_id
-        for run in split_evenly(tasks, min(parallelism, num_tasks)):
-            executors_of.append((component_id, run))
-    executors_of.sort(key=lambda item: item[1][0])
-    executors = [
-        ExecutorPlan(cid, tuple(tasks), position % workers)
-        for position, (cid, tasks) in enumerate(executors_of)
-    ]
+        parallelism_of[component_id] = parallelism
+    executors = deal_executors(component_tasks, parallelism_of, workers)
     task_worker = {task: ex.worker for ex in executors for task in ex.tasks}
     return TaskPlan(component_tasks, task_component, executors, workers, task_worker)

@@ -322,6 +322,38 @@ def _combine(choosers: list[Chooser]) -> Chooser:
     return choose_all
 
 
+def stream_targets(
+    topology: StormTopology, plan: TaskPlan, context: TopologyContext, stream_id: str
+) -> tuple[Chooser, frozenset[int]]:
+    """For the context's task and one stream its component declares: the chooser of
+    non-direct emits (every subscriber's router, new) and the tasks ``emit_direct`` may
+    send to."""
+    component_id = context.component_id
+    declaration = topology.get_component(component_id).streams[stream_id]
+    choosers: list[Chooser] = []
+    direct_targets: set[int] = set()
+    for subscriber, grouping in topology.subscribers(component_id, stream_id):
+        targets = plan.component_tasks[subscriber]
+        if not targets:
+            continue
+        if grouping.kind is GroupingKind.DIRECT:
+            direct_targets.update(targets)
+            continue
+        choosers.append(
+            make_router(
+                grouping,
+                targets,
+                context.task_id,
+                declaration.fields,
+                context,
+                plan,
+                GlobalStreamId(component_id, stream_id),
+                subscriber,
+            )
+        )
+    return _combine(choosers), frozenset(direct_targets)
+
+
 def build_routes(
     topology: StormTopology, plan: TaskPlan, context: TopologyContext
 ) -> dict[str, StreamRoute]:
@@ -331,28 +363,6 @@ def build_routes(
     routes: dict[str, StreamRoute] = {}
     for stream_id, declaration in spec.streams.items():
         info = StreamInfo(component_id, stream_id, declaration.fields)
-        choosers: list[Chooser] = []
-        direct_targets: set[int] = set()
-        for subscriber, grouping in topology.subscribers(component_id, stream_id):
-            targets = plan.component_tasks[subscriber]
-            if not targets:
-                continue
-            if grouping.kind is GroupingKind.DIRECT:
-                direct_targets.update(targets)
-                continue
-            choosers.append(
-                make_router(
-                    grouping,
-                    targets,
-                    context.task_id,
-                    declaration.fields,
-                    context,
-                    plan,
-                    GlobalStreamId(component_id, stream_id),
-                    subscriber,
-                )
-            )
-        routes[stream_id] = StreamRoute(
-            info, declaration.direct, _combine(choosers), frozenset(direct_targets)
-        )
+        choose, direct_targets = stream_targets(topology, plan, context, stream_id)
+        routes[stream_id] = StreamRoute(info, declaration.direct, choose, direct_targets)
     return routes

@@ -89,6 +89,11 @@ class SpoutCheckpointer:
         """Whether ``INITSTATE`` has arrived (the spout may emit)."""
         return self._initialized
 
+    @property
+    def output_collector(self) -> OutputCollector:
+        """The collector that passes checkpoint tuples on and acks or fails them."""
+        return self._out
+
     def start(self) -> None:
         """Open the task's records (on the task's thread, after the spout's ``open``)."""
         context = self._context
