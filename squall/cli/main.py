@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 
 import squall
+from squall.cli.control import COMMANDS as CONTROL_COMMANDS
 from squall.cli.display import summary_view, topology_table
 from squall.cli.drpc import drpc
 from squall.cli.errors_view import errors_reported
@@ -97,10 +98,13 @@ def main() -> None:
       squall run app.py:build_topology --conf topology.workers=2 --no-live
       squall run examples/word_count.py --engine spark --seconds 30
       squall info examples/multi_stream.py
+      squall run examples/word_count.py --ui      (then: squall list, squall kill NAME)
     """
 
 
 main.add_command(drpc)
+for command in CONTROL_COMMANDS:
+    main.add_command(command)
 
 
 @main.command()
@@ -289,6 +293,33 @@ def _spark_only(engine: str, **options: Any) -> None:
     help="Spark only: a setting of the Spark session squall starts (repeatable), e.g. "
     "spark.executor.memory=2g; it wins over squall's defaults and spark-defaults.conf.",
 )
+@click.option(
+    "--ui",
+    is_flag=True,
+    help="Serve the web UI and REST API while the topology runs (its URL is printed); "
+    "`squall list`, `activate`, `deactivate`, `rebalance` and `kill` talk to it.",
+)
+@click.option(
+    "--ui-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="The UI server's port (0: a free one).",
+)
+@click.option(
+    "--ui-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address the UI server listens on (0.0.0.0: every interface; use a token).",
+)
+@click.option(
+    "--ui-token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A file holding a token every UI request must carry (Authorization: Bearer "
+    "...; a browser opens the URL with ?token=... once).  [default: SQUALL_UI_TOKEN, "
+    "else no token]",
+)
 def run(
     target: str,
     seconds: float,
@@ -304,6 +335,10 @@ def run(
     master: str | None,
     checkpoint: str | None,
     spark_conf_options: tuple[str, ...],
+    ui: bool,
+    ui_port: int,
+    ui_host: str,
+    ui_token_file: Path | None,
 ) -> None:
     """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
     (LocalCluster), or on Spark with --engine spark (SparkCluster; --master,
@@ -331,6 +366,9 @@ def run(
     line naming the cause) and a topology that fails while it runs (on Spark, a query
     that stops with an error: the run ends at once, with the summary and the reason).
     With --fail-on-error, so do errors reported while the topology ran.
+
+    With --ui, a web UI and REST API serve the cluster while the topology runs (see
+    docs/ui.md); a topology killed from there ends the run.
     """
     _spark_only(engine, master=master, checkpoint=checkpoint, spark_conf=spark_conf_options)
     spark_conf = parse_spark_conf(spark_conf_options)
@@ -343,6 +381,7 @@ def run(
             squall_logging(console, verbose),
             spark_scratch(engine, master, spark_conf) as settings,
             _cluster(engine, master, checkpoint, settings, verbose) as cluster,
+            _ui_server(cluster, ui, ui_host, ui_port, ui_token_file, console),
         ):
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source
@@ -355,6 +394,25 @@ def run(
     if fail_on_error and had_errors(info):
         click.echo("Errors were reported during the run: exit code 1 (--fail-on-error).", err=True)
         click.get_current_context().exit(1)
+
+
+@contextmanager
+def _ui_server(
+    cluster: Any, wanted: bool, host: str, port: int, token_file: Path | None, console: Console
+) -> Iterator[None]:
+    """A UI server for ``cluster`` while the block runs, if ``wanted`` (its URL printed)."""
+    if not wanted:
+        yield
+        return
+    from squall.cli.control import TOKEN_ENV
+    from squall.cli.drpc import read_token
+    from squall.ui import UIServer
+
+    token = read_token(token_file, TOKEN_ENV)
+    with UIServer(cluster, host=host, port=port, token=token) as server:
+        url = server.url + ("?token=<token>" if token else "")
+        console.print(f"Web UI and REST API at {url}", markup=False)
+        yield
 
 
 def had_errors(info: TopologyInfo) -> bool:

@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -22,6 +22,7 @@ from rich.logging import RichHandler
 
 from squall.cli.display import metrics_table
 from squall.model.config import ConfigWarning
+from squall.model.errors import SquallError
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
@@ -93,6 +94,9 @@ class Cluster(Protocol):
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         """Stop the topology."""
 
+    def topology_names(self) -> list[str]:
+        """The running topologies."""
+
 
 def run_topology(
     cluster: Cluster,
@@ -141,10 +145,14 @@ def run_topology(
             f"after batch {resumed} (its spouts continue from there).",
             markup=False,
         )
+    seen = _Seen(started)
     try:
-        _watch(cluster, name, options, console)
+        _watch(cluster, name, options, console, seen)
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted: stopping the topology.[/yellow]")
+    if _gone(cluster, name):
+        console.print(f"Topology {name!r} was killed while it ran.", markup=False)
+        return replace(seen.info, status="KILLED")
     return _stop(cluster, name, options.drain_secs, console)
 
 
@@ -157,7 +165,19 @@ def _where(info: TopologyInfo) -> str:
     return f" with {info.workers} worker(s)" if info.workers else ""
 
 
-def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -> None:
+class _Seen:
+    """The newest figures the watch loop read (the run's result if the topology is
+    killed from elsewhere, e.g. the web UI, before the run stops it)."""
+
+    def __init__(self, info: TopologyInfo) -> None:
+        self.info = info
+
+
+def _gone(cluster: Cluster, name: str) -> bool:
+    return name not in cluster.topology_names()
+
+
+def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console, seen: _Seen) -> None:
     deadline = time.monotonic() + options.seconds if options.seconds > 0 else None
 
     def remaining() -> float:
@@ -171,20 +191,38 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console) -
         time.sleep(step)
         return False
 
-    if not (options.live and console.is_terminal):
-        while remaining() > 0:
-            if wait(0.5) or failed(cluster.get_topology_info(name)):
-                return
-        return
-    order = cluster.get_topology(name).component_ids()
-    table = metrics_table(cluster.get_topology_info(name), order=order)
-    with Live(table, console=console, auto_refresh=False, transient=True) as view:
-        while remaining() > 0:
-            idle = wait(options.refresh_secs)
-            info = cluster.get_topology_info(name)
-            view.update(metrics_table(info, order=order), refresh=True)
-            if idle or failed(info):
-                return
+    def look() -> TopologyInfo | None:
+        """The figures now (None: the topology was killed from elsewhere)."""
+        try:
+            seen.info = cluster.get_topology_info(name)
+        except SquallError:
+            if _gone(cluster, name):
+                return None
+            raise
+        return seen.info
+
+    try:
+        if not (options.live and console.is_terminal):
+            while remaining() > 0:
+                idle = wait(0.5)
+                info = look()
+                if idle or info is None or failed(info):
+                    return
+            return
+        order = cluster.get_topology(name).component_ids()
+        table = metrics_table(seen.info, order=order)
+        with Live(table, console=console, auto_refresh=False, transient=True) as view:
+            while remaining() > 0:
+                idle = wait(options.refresh_secs)
+                info = look()
+                if info is None:
+                    return
+                view.update(metrics_table(info, order=order), refresh=True)
+                if idle or failed(info):
+                    return
+    except SquallError:
+        if not _gone(cluster, name):
+            raise
 
 
 def failed(info: TopologyInfo) -> bool:
