@@ -35,6 +35,7 @@ from squall.ui.models import (
     TopologyPage,
     TopologySummary,
 )
+from squall.ui.pages import pages_router
 from squall.ui.views import (
     ALL_TIME,
     UnknownName,
@@ -47,6 +48,11 @@ from squall.ui.views import (
 )
 
 API = "/api/v1"
+#: What the pages may load: their own script, style sheet and API, nothing else.
+CONTENT_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
 #: The cookie a browser keeps the token in, once it opened a page with ``?token=``.
 TOKEN_COOKIE = "squall_token"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -283,6 +289,8 @@ def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port:
         response: Response = await call_next(request)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Cache-Control"] = "no-store"
+        response.headers["Content-Security-Policy"] = CONTENT_POLICY
+        response.headers["X-Frame-Options"] = "DENY"
         return response
 
     @app.exception_handler(UnknownName)
@@ -317,6 +325,7 @@ def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port:
         return _answer(exc.status_code, message, dict(exc.headers or {}))
 
     app.include_router(_router(cluster, control, time.monotonic()))
+    app.include_router(pages_router(cluster))
     app.state.control = control
     return app
 

@@ -98,10 +98,14 @@ def _info(cluster: TopologyRegistry[Any], name: str, window: int | None = None) 
         raise UnknownName(str(exc)) from exc
 
 
-def _user_components(info: TopologyInfo, system: bool) -> dict[str, ComponentStats]:
-    return {
-        cid: stats for cid, stats in info.components.items() if system or not cid.startswith("__")
-    }
+def _user_components(
+    info: TopologyInfo, system: bool, order: list[str] | None = None
+) -> dict[str, ComponentStats]:
+    """The components of ``info`` (system ones only if ``system``), those named in
+    ``order`` first, in that order."""
+    ranked = {cid: rank for rank, cid in enumerate(order or [])}
+    ids = sorted(info.components, key=lambda cid: (ranked.get(cid, len(ranked)), cid))
+    return {cid: info.components[cid] for cid in ids if system or not cid.startswith("__")}
 
 
 def _executors(topology: StormTopology, stats: ComponentStats) -> int:
@@ -244,7 +248,7 @@ def topology_page(
     conf: dict[str, Any] = cluster.get_topology_conf(name)  # type: ignore[attr-defined]
     windows: list[int | None] = [*cluster.metric_windows, None]
     stats = [_topology_stats(info if w == window else _info(cluster, name, w), w) for w in windows]
-    components = _user_components(info, system)
+    components = _user_components(info, system, topology.component_ids())
     spouts = [
         SpoutEntry(
             spoutId=cid,

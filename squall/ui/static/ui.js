@@ -1,0 +1,224 @@
+// squall's web UI: renders the REST API (/api/v1/) into the page and refreshes it
+// every REFRESH_MS without reloading. Every value from the server is written as text
+// (textContent), never as HTML: component names and error messages are user data.
+"use strict";
+
+const REFRESH_MS = 2000;
+const API = "/api/v1/";
+const WINDOWS = [["600", "10 minutes"], ["10800", "3 hours"], ["86400", "1 day"], [":all-time", "All time"]];
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes || {})) {
+    if (value !== undefined && value !== null) node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return node;
+}
+
+function link(href, text) { return el("a", { href }, text); }
+function number(value) { return typeof value === "number" ? value.toLocaleString("en-US") : value; }
+function enc(value) { return encodeURIComponent(value); }
+
+function table(columns, rows, key) {
+  const head = el("tr", {}, ...columns.map(([title]) => el("th", {}, title)));
+  const body = rows.map((row) => el("tr", { "data-row": key ? row[key] : undefined },
+    ...columns.map(([title, field, render]) => {
+      const value = render ? render(row) : number(row[field]);
+      const numeric = typeof value === "number" || (typeof value === "string" && value !== "" && !isNaN(Number(value.replaceAll(",", ""))));
+      return el("td", { "data-field": field, class: numeric ? undefined : "text" }, value);
+    })));
+  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...body));
+}
+
+async function api(path, options) {
+  const answer = await fetch(API + path, { credentials: "same-origin", ...options });
+  const body = await answer.json();
+  if (!answer.ok) throw new Error(body.errorMessage || answer.statusText);
+  return body;
+}
+
+function route() {
+  const parts = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "topology" && parts.length === 2) return { page: "topology", name: parts[1] };
+  if (parts[0] === "topology" && parts[2] === "component" && parts.length === 4) {
+    return { page: "component", name: parts[1], component: parts[3] };
+  }
+  return { page: "cluster" };
+}
+
+function windowParam() {
+  return new URLSearchParams(location.search).get("window") || ":all-time";
+}
+
+function windowPicker() {
+  const select = el("select", { id: "window", "aria-label": "window" },
+    ...WINDOWS.map(([value, label]) => el("option", { value }, label)));
+  select.value = windowParam();
+  select.addEventListener("change", () => {
+    const query = new URLSearchParams(location.search);
+    query.set("window", select.value);
+    history.replaceState(null, "", `${location.pathname}?${query}`);
+    refresh();
+  });
+  return el("label", {}, "Window ", select);
+}
+
+function crumbs(where) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(link("/", "Cluster"));
+  if (where.name) nav.append(" / ", link(`/topology/${enc(where.name)}`, where.name));
+  if (where.component) nav.append(" / ", where.component);
+}
+
+function statusCell(status) { return el("span", { class: `status ${status}`, "data-status": status }, status); }
+
+function errorCell(row) {
+  if (!row.lastError) return "";
+  return el("span", { class: "error", title: `task ${row.errorTask}, ${row.errorLapsedSecs} s ago` }, row.lastError);
+}
+
+async function clusterPage(page) {
+  const [cluster, summary] = await Promise.all([api("cluster/summary"), api("topology/summary")]);
+  page.replaceChildren(
+    el("h1", {}, "Cluster"),
+    table([["Engine", "engine"], ["Resources", "resources"], ["squall", "squallVersion"],
+      ["UI uptime", "uptime"], ["Topologies", "topologies"], ["Workers", "workersTotal"],
+      ["Executors", "executorsTotal"], ["Tasks", "tasksTotal"]], [cluster]),
+    el("h2", {}, "Topologies"),
+    summary.topologies.length === 0 ? el("p", { class: "muted" }, "No topologies running.") :
+      table([["Name", "name", (t) => link(`/topology/${enc(t.name)}`, t.name)],
+        ["Status", "status", (t) => statusCell(t.status)], ["Uptime", "uptime"],
+        ["Workers", "workersTotal"], ["Executors", "executorsTotal"], ["Tasks", "tasksTotal"]],
+      summary.topologies, "name"));
+}
+
+function controls(name) {
+  const wait = el("input", { type: "number", min: "0", value: "0", id: "wait", "aria-label": "wait seconds" });
+  const workers = el("input", { type: "number", min: "1", id: "workers", "aria-label": "workers" });
+  const notice = el("span", { id: "notice", class: "muted" });
+  const act = (label, path, body, klass) => {
+    const button = el("button", { type: "button", id: `do-${label.toLowerCase()}`, class: klass }, label);
+    button.addEventListener("click", async () => {
+      if (label === "Kill" && !confirm(`Kill ${name}?`)) return;
+      try {
+        await api(`topology/${enc(name)}/${path()}`, {
+          method: "POST", headers: { "Content-Type": "application/json" },
+          body: JSON.stringify(body ? body() : {}),
+        });
+        notice.textContent = `${label}: done`;
+      } catch (error) {
+        notice.textContent = `${label}: ${error.message}`;
+      }
+      refresh();
+    });
+    return button;
+  };
+  return el("div", { class: "controls" },
+    act("Activate", () => "activate"), act("Deactivate", () => "deactivate"),
+    el("label", {}, "wait (s) ", wait),
+    el("label", {}, "workers ", workers),
+    act("Rebalance", () => `rebalance/${Number(wait.value) || 0}`,
+      () => ({ rebalanceOptions: workers.value ? { numWorkers: Number(workers.value) } : {} })),
+    act("Kill", () => `kill/${Number(wait.value) || 0}`, null, "danger"), notice);
+}
+
+async function topologyPage(page, where, state) {
+  const window = windowParam();
+  const t = await api(`topology/${enc(where.name)}?window=${enc(window)}`);
+  if (!state.built) {
+    page.replaceChildren(
+      el("h1", {}, "Topology ", el("span", { id: "topology-name" }, t.name), " ", el("span", { id: "topology-status" })),
+      controls(t.name), windowPicker(),
+      el("div", { id: "summary" }), el("h2", {}, "Topology stats"), el("div", { id: "stats" }),
+      el("h2", {}, "Spouts"), el("div", { id: "spouts" }), el("h2", {}, "Bolts"), el("div", { id: "bolts" }),
+      el("div", { id: "spark" }),
+      el("h2", {}, "Graph"), el("div", { id: "graph", class: "graph" }),
+      el("h2", {}, "Configuration"), el("div", { id: "configuration" }));
+    state.built = true;
+  }
+  document.getElementById("topology-status").replaceChildren(statusCell(t.status));
+  document.getElementById("summary").replaceChildren(table([["Uptime", "uptime"], ["Workers", "workersTotal"],
+    ["Executors", "executorsTotal"], ["Tasks", "tasksTotal"], ["Message timeout (s)", "msgTimeout"]], [t]));
+  document.getElementById("stats").replaceChildren(table([["Window", "windowPretty"], ["Emitted", "emitted"],
+    ["Transferred", "transferred"], ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"],
+    ["Failed", "failed"]], t.topologyStats, "window"));
+  const component = (field) => (row) => link(`/topology/${enc(t.name)}/component/${enc(row[field])}`, row[field]);
+  document.getElementById("spouts").replaceChildren(table([["Id", "spoutId", component("spoutId")],
+    ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
+    ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"],
+    ["Last error", "lastError", errorCell]], t.spouts, "spoutId"));
+  document.getElementById("bolts").replaceChildren(table([["Id", "boltId", component("boltId")],
+    ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
+    ["Capacity", "capacity"], ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
+    ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"],
+    ["Last error", "lastError", errorCell]], t.bolts, "boltId"));
+  const spark = document.getElementById("spark");
+  if (t.spark) {
+    spark.replaceChildren(el("h2", {}, "Micro-batches"),
+      table([["Batches", "batches"], ["Last batch", "lastBatchId"], ["Last rows", "lastBatchRows"],
+        ["Last (ms)", "lastBatchMs"], ["Median (ms)", "medianBatchMs"], ["Rows", "rowsTotal"],
+        ["Retries", "retries"]], [t.spark]),
+      table([["Batch", "batchId"], ["Rows", "rows"], ["Duration (ms)", "durationMs"]], t.spark.recent, "batchId"));
+  }
+  const graph = await fetch(`/topology/${enc(t.name)}/graph.svg?window=${enc(window)}`, { credentials: "same-origin" });
+  if (graph.ok) {
+    const svg = new DOMParser().parseFromString(await graph.text(), "image/svg+xml").documentElement;
+    document.getElementById("graph").replaceChildren(document.importNode(svg, true));
+  }
+  document.getElementById("configuration").replaceChildren(table([["Key", "key"], ["Value", "value"]],
+    Object.entries(t.configuration).map(([key, value]) => ({ key, value: JSON.stringify(value) }))));
+}
+
+async function componentPage(page, where) {
+  const window = windowParam();
+  const c = await api(`topology/${enc(where.name)}/component/${enc(where.component)}?window=${enc(window)}`);
+  const perWindow = c.spoutSummary || c.boltStats;
+  const windowColumns = c.componentType === "spout"
+    ? [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
+      ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"]]
+    : [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
+      ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
+      ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"]];
+  page.replaceChildren(
+    el("h1", {}, `${c.componentType === "spout" ? "Spout" : "Bolt"} `, el("span", { id: "component-id" }, c.id),
+      " of ", link(`/topology/${enc(c.name)}`, c.name), " ", statusCell(c.topologyStatus)),
+    windowPicker(),
+    table([["Executors", "executors"], ["Tasks", "tasks"]], [c]),
+    el("h2", {}, "Stats"), table(windowColumns, perWindow, "window"),
+    el("h2", {}, "Inputs"), c.inputs.length ? table([["Component", "component"], ["Stream", "stream"],
+      ["Grouping", "grouping"]], c.inputs) : el("p", { class: "muted" }, "None."),
+    el("h2", {}, "Output streams"), table([["Stream", "stream"], ["Emitted", "emitted"],
+      ["Transferred", "transferred"]], c.outputStats, "stream"),
+    el("h2", {}, "Tasks"), table([["Id", "id"], ["Emitted", "emitted"], ["Transferred", "transferred"],
+      ["Executed", "executed"], ["Acked", "acked"], ["Failed", "failed"]], c.executorStats, "task"),
+    el("h2", {}, "Errors"), c.componentErrors.length ? el("div", {}, ...c.componentErrors.map((e) =>
+      el("details", {}, el("summary", { class: "error" }, `${new Date(e.errorTime).toISOString()} task ${e.errorTask}: ${e.error}`),
+        el("pre", {}, e.traceback)))) : el("p", { class: "muted" }, "None."));
+}
+
+const where = route();
+const state = { built: false };
+
+async function refresh() {
+  const page = document.getElementById("page");
+  crumbs(where);
+  try {
+    if (where.page === "topology") await topologyPage(page, where, state);
+    else if (where.page === "component") await componentPage(page, where);
+    else await clusterPage(page);
+    document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  } catch (error) {
+    page.replaceChildren(el("p", { class: "error", id: "page-error" }, error.message), el("p", {}, link("/", "Back to the cluster")));
+    state.built = false;
+  }
+}
+
+async function loop() {
+  await refresh();
+  setTimeout(loop, REFRESH_MS);
+}
+
+loop();
