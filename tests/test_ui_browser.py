@@ -1,0 +1,92 @@
+"""The UI's pages in a real browser: headless Chromium (Debian's ``chromium``) driven by
+Playwright. The topology page shows figures that change, its deactivate button stops
+the spout, and a component page opens from it; a screenshot is kept under the test's
+temporary directory."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from squall import LocalCluster
+from squall.ui import UIServer
+from tests.helpers import wait_until
+from tests.servers import missing_server
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+from word_count import build_topology  # noqa: E402
+
+#: Generous, for a busy machine: the page refreshes every 2 s.
+WAIT_MS = 30_000
+EMITTED = "#spouts tr[data-row='sentences'] td[data-field='emitted']"
+#: The spout's emitted count as the page shows it, in the page's script.
+SHOWN = f"Number(document.querySelector({EMITTED!r}).textContent.replaceAll(',', ''))"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        missing_server("Chromium", "chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def emitted(page: Page) -> int:
+    return int(page.inner_text(EMITTED).replace(",", ""))
+
+
+def test_the_topology_page_shows_live_figures_and_its_deactivate_button_stops_the_spout(
+    browser: Browser, tmp_path: Path
+) -> None:
+    with LocalCluster() as cluster, UIServer(cluster, port=0) as ui:
+        cluster.submit_topology("words", {}, build_topology())
+        page = browser.new_page(viewport={"width": 1300, "height": 1400})
+        problems: list[Any] = []
+        page.on("pageerror", lambda error: problems.append(error))
+        page.goto(f"{ui.url}topology/words")
+        page.wait_for_selector(EMITTED, timeout=WAIT_MS)
+        first = emitted(page)
+        page.wait_for_function(
+            f"n => {SHOWN} > n",
+            arg=first,
+            timeout=WAIT_MS,
+        )
+        assert page.inner_text("#topology-status") == "ACTIVE"
+        assert page.locator("#graph svg text", has_text="split").count() == 1
+
+        page.click("#do-deactivate")
+        page.wait_for_selector("#topology-status [data-status='INACTIVE']", timeout=WAIT_MS)
+        assert cluster.get_topology_info("words").status == "INACTIVE"
+        final = cluster.get_topology_info("words").components["sentences"].emitted
+        page.wait_for_function(
+            f"n => {SHOWN} === n",
+            arg=final,
+            timeout=WAIT_MS,
+        )
+        shown = page.inner_text("#updated")
+        page.wait_for_function(
+            "t => document.getElementById('updated').textContent !== t",
+            arg=shown,
+            timeout=WAIT_MS,
+        )
+        assert emitted(page) == final  # a refresh later, the spout has emitted nothing more
+        screenshot = tmp_path / "topology-page.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        page.click("#bolts tr[data-row='split'] a")
+        page.wait_for_selector("#component-id", timeout=WAIT_MS)
+        assert page.inner_text("#component-id") == "split"
+        wait_until(lambda: page.locator("td", has_text="shuffle").count() == 1, timeout=30.0)
+        assert problems == []
+        page.close()
