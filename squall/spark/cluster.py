@@ -387,10 +387,14 @@ def _batch_figures(figures: BatchFigures, resumed_from_batch: int | None) -> dic
         "last_batch_rows": figures.last_rows,
         "last_batch_ms": figures.last_duration_ms,
         "median_batch_ms": statistics.median(figures.recent_ms) if figures.recent_ms else 0.0,
+        "recent_batches": list(figures.recent)[-RECENT_SHOWN:],
         "rows_total": figures.rows_total,
         "retries": figures.retries,
         "errors": [error.error for error in figures.errors],
     }
 
+
+#: The recent micro-batches ``get_topology_info`` lists (``extra["recent_batches"]``).
+RECENT_SHOWN = 20
 
 __all__ = ["SparkCluster"]

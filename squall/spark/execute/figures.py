@@ -112,6 +112,8 @@ class BatchFigures:
         self.errors: list[ErrorInfo] = []
         #: Durations of the most recent batches, milliseconds.
         self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
+        #: The most recent batches: (batch id, rows, duration in milliseconds).
+        self.recent: deque[tuple[int, int, float]] = deque(maxlen=RECENT_BATCHES)
 
     def record(self, exc: BaseException) -> None:
         """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""
@@ -129,3 +131,4 @@ class BatchFigures:
         self.rows_total += rows
         self.last_duration_ms = duration_ms
         self.recent_ms.append(duration_ms)
+        self.recent.append((batch_id, rows, duration_ms))
