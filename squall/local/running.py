@@ -404,7 +404,8 @@ class RunningTopology:
         worker; ``close``/``cleanup`` run on the workers' threads; all threads are joined.
 
         Draining processes what is queued, acks included; it does not wait for trees
-        held by a bolt that never acks them (those would only time out).
+        held by a bolt that never acks them (those would only time out). A rebalance
+        waiting its ``wait_secs`` stops waiting (and raises) so the kill can proceed.
         """
         self._killed.set()
         with self._control:
