@@ -30,6 +30,7 @@ from squall import (
     TopologyBuilder,
 )
 from squall.runtime.metrics import TopologyInfo
+from squall.runtime.rolling import HISTORY_THREAD
 from squall.testing import CapturingBolt, FixedTupleSpout, SharedRecord
 from tests.conftest import Engine
 from tests.helpers import wait_until
@@ -52,7 +53,12 @@ def reporting(info: TopologyInfo) -> set[str]:
 
 
 def engine_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("squall-")]
+    """The threads of running topologies (not the cluster's own metrics history)."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith("squall-") and t.name != HISTORY_THREAD
+    ]
 
 
 def explode_on_first_attempt(msg_id: str, attempt: int) -> None:

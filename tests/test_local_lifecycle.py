@@ -18,12 +18,18 @@ from squall import (
     TopologyBuilder,
     is_tick_tuple,
 )
+from squall.runtime.rolling import HISTORY_THREAD
 from squall.testing import CapturingBolt, FeederSpout, SharedRecord
 from tests.helpers import settle, wait_until
 
 
 def engine_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("squall-")]
+    """The threads of running topologies (not the cluster's own metrics history)."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith("squall-") and t.name != HISTORY_THREAD
+    ]
 
 
 class LifecycleSpout(Spout):

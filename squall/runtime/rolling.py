@@ -29,6 +29,8 @@ from squall.runtime.metrics import ComponentStats, TopologyInfo
 WINDOWS: tuple[int, ...] = (600, 10_800, 86_400)
 #: Snapshots per window.
 BUCKETS = 60
+#: The name of a cluster's thread that records its topologies' figures.
+HISTORY_THREAD = "squall-metrics-history"
 #: Counts of a component or task that windows subtract.
 _COUNTS = ("emitted", "transferred", "executed", "acked", "failed", "timed_out", "errors_total")
 #: A snapshot: per component (task None) and per task, its cumulative figures.
@@ -213,9 +215,7 @@ class HistoryKeeper:
         with self._lock:
             self._histories[name] = MetricsHistory(time.monotonic(), self.windows)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="squall-metrics-history", daemon=True
-                )
+                self._thread = threading.Thread(target=self._run, name=HISTORY_THREAD, daemon=True)
                 self._thread.start()
 
     def ended(self, name: str) -> None:
@@ -251,4 +251,4 @@ class HistoryKeeper:
                 history.record(time.monotonic(), info)
 
 
-__all__ = ["BUCKETS", "WINDOWS", "HistoryKeeper", "MetricsHistory", "totals_of"]
+__all__ = ["BUCKETS", "HISTORY_THREAD", "WINDOWS", "HistoryKeeper", "MetricsHistory", "totals_of"]
