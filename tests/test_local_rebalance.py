@@ -376,6 +376,36 @@ def test_a_kill_cuts_the_wait_short(cluster: LocalCluster) -> None:
     assert cluster.topology_names() == []
 
 
+def test_a_topology_being_rebalanced_takes_no_other_change_until_it_is_done(
+    cluster: LocalCluster,
+) -> None:
+    """As in Storm: activate, deactivate and another rebalance are refused at once while
+    a rebalance waits (they do not wait it out); a kill ends it."""
+    submit_relay(cluster)
+    ended: list[BaseException] = []
+
+    def rebalance() -> None:
+        try:
+            cluster.rebalance(NAME, wait_secs=300)
+        except SquallError as exc:  # the kill below ends it
+            ended.append(exc)
+
+    thread = threading.Thread(target=rebalance)
+    thread.start()
+    wait_until(lambda: cluster.get_topology_info(NAME).status == "REBALANCING")
+    for change, action in [
+        (lambda: cluster.activate(NAME), "be activated"),
+        (lambda: cluster.deactivate(NAME), "be deactivated"),
+        (lambda: cluster.rebalance(NAME, num_workers=2), "be rebalanced again"),
+    ]:
+        with pytest.raises(SquallError, match=f"is rebalancing: it cannot {action} until"):
+            change()
+    assert cluster.get_topology_info(NAME).status == "REBALANCING"
+    cluster.kill_topology(NAME, wait_secs=0)
+    thread.join(TIMEOUT)
+    assert not thread.is_alive() and len(ended) == 1
+
+
 # --- what is reported --------------------------------------------------------------------
 
 

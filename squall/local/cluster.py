@@ -146,6 +146,22 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         running = self._get(name)
         running.rebalance(check_request(name, running.plan, num_workers, executors, wait_secs))
 
+    def check_rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Check the arguments of :meth:`rebalance` without changing anything (for a
+        caller that rebalances later, on another thread).
+
+        Raises:
+            SquallError: no topology ``name`` is running.
+            InvalidTopologyError: as :meth:`rebalance` would.
+        """
+        check_request(name, self._get(name).plan, num_workers, executors, wait_secs)
+
     def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
         """Metrics of every component of ``name`` (see :class:`TopologyInfo`): since it
         started, or over its last ``window_secs`` seconds (one of

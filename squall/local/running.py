@@ -7,7 +7,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from squall.local.backpressure import build_gates
@@ -102,6 +103,8 @@ class RunningTopology:
         self.inboxes: list[deque[Tuple]] = [deque() for _ in range(self.plan.max_task_id + 1)]
         self.runners: dict[int, TaskRunner] = {}
         self._control = threading.Lock()
+        #: Set while a rebalance holds the control lock (see ``_steering``).
+        self._rebalancing = threading.Event()
         self._killed = threading.Event()
         #: Acker messages sent by the ack buffers of workers a rebalance removed.
         self._retired_ack_messages = 0
@@ -278,15 +281,43 @@ class RunningTopology:
         for command in commands:
             command.done.wait()
 
+    @contextmanager
+    def _steering(self, action: str) -> Iterator[None]:
+        """Hold the control lock for ``action``: as in Storm, a topology being
+        rebalanced takes no other change until the rebalance is done (the call raises
+        at once instead of waiting out the rebalance's wait).
+
+        Raises:
+            SquallError: a rebalance holds the lock.
+        """
+        while not self._control.acquire(timeout=0.05):
+            if self._rebalancing.is_set():
+                raise SquallError(
+                    f"topology {self.name!r} is rebalancing: it cannot {action} until the "
+                    "rebalance is done (a kill can)"
+                )
+        try:
+            yield
+        finally:
+            self._control.release()
+
     def activate(self) -> None:
-        """Resume ``next_tuple`` calls (spouts' ``activate`` runs on their threads)."""
-        with self._control:
+        """Resume ``next_tuple`` calls (spouts' ``activate`` runs on their threads).
+
+        Raises:
+            SquallError: the topology is being rebalanced.
+        """
+        with self._steering("be activated"):
             self._set_spouts_active(True)
             self.status = "ACTIVE"
 
     def deactivate(self) -> None:
-        """Stop ``next_tuple`` calls; returns once every spout task has stopped."""
-        with self._control:
+        """Stop ``next_tuple`` calls; returns once every spout task has stopped.
+
+        Raises:
+            SquallError: the topology is being rebalanced.
+        """
+        with self._steering("be deactivated"):
             self._set_spouts_active(False)
             self.status = "INACTIVE"
 
@@ -302,12 +333,13 @@ class RunningTopology:
 
         Raises:
             SquallError: the topology is killed (before the call, or during the wait:
-                the layout is then left as it was).
+                the layout is then left as it was), or another rebalance runs.
         """
-        with self._control:
+        with self._steering("be rebalanced again"):
             if self._killed.is_set():
                 raise SquallError(f"topology {self.name!r} is being killed")
             previous = self.status
+            self._rebalancing.set()
             self._set_spouts_active(False)
             self.status = "REBALANCING"
             try:
@@ -321,6 +353,7 @@ class RunningTopology:
                     self.status = previous
                     if previous == "ACTIVE":
                         self._set_spouts_active(True)
+                self._rebalancing.clear()
 
     def _move_tasks(self, num_workers: int, executors: Mapping[str, int]) -> None:
         """Hand every task over from the workers there are to new ones dealt for
