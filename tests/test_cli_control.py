@@ -123,3 +123,17 @@ def test_squall_run_serves_the_ui_and_ends_when_the_topology_is_killed_there() -
         assert run.wait(timeout=60) == 0, rest
     assert "Topology 'word_count' was killed while it ran." in rest
     assert "sentences" in rest  # the summary's table
+
+
+def test_rebalance_changes_workers_and_executors(
+    fed: tuple[LocalCluster, UIServer, FeederSpout],
+) -> None:
+    cluster, ui, spout = fed
+    code, output = squall("rebalance", "fed", "-w", "0", "-n", "2", "-e", "sink=1", "--url", ui.url)
+    assert (code, output) == (0, "Rebalanced 'fed'.\n")
+    info = cluster.get_topology_info("fed")
+    assert (info.workers, info.extra["executors"]["sink"]) == (2, 1)
+    spout.feed(["after"], msg_id=7)
+    wait_until(lambda: spout.acked == [7])
+    code, output = squall("rebalance", "fed", "-w", "0", "-e", "sink=9", "--url", ui.url)
+    assert code == 1 and output.startswith("Error: 409 Conflict: ") and "sink" in output

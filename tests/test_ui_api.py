@@ -358,3 +358,40 @@ def test_a_port_in_use_is_a_clear_error() -> None:
             pytest.raises(SquallError, match=f"cannot listen on 127.0.0.1:{port}"),
         ):
             UIServer(cluster, port=port).start()
+
+
+def test_rebalance_changes_the_layout_or_says_what_is_wrong(served: Any) -> None:
+    cluster, _, client = served
+
+    def layout() -> tuple[int, dict[str, int]]:
+        page = client.get("api/v1/topology/words").json()
+        executors = {b["boltId"]: b["executors"] for b in page["bolts"]}
+        return page["workersTotal"], executors
+
+    assert layout() == (1, {"upper": 2, "sink": 1})
+    body = {"rebalanceOptions": {"numWorkers": 2, "executors": {"upper": 1, "sink": 2}}}
+    answer = client.post("api/v1/topology/words/rebalance/0", json=body)
+    assert answer.json() == {
+        "topologyOperation": "rebalance",
+        "topologyId": "words",
+        "status": "success",
+    }
+    assert layout() == (2, {"upper": 1, "sink": 2})
+    too_many = client.post(
+        "api/v1/topology/words/rebalance/0",
+        json={"rebalanceOptions": {"executors": {"upper": 3}}},
+    )
+    assert too_many.status_code == 409  # the topology's layout does not allow it
+    assert "upper" in too_many.json()["errorMessage"]
+    unknown = client.post(
+        "api/v1/topology/words/rebalance/0",
+        json={"rebalanceOptions": {"executors": {"nope": 1}}},
+    )
+    assert unknown.status_code == 409 and "nope" in unknown.json()["errorMessage"]
+    assert layout() == (2, {"upper": 1, "sink": 2})  # refused requests changed nothing
+    later = client.post(
+        "api/v1/topology/words/rebalance/1", json={"rebalanceOptions": {"numWorkers": 3}}
+    )
+    assert later.status_code == 200  # answered at once; carried out after the wait
+    wait_until(lambda: layout()[0] == 3, timeout=30.0)
+    wait_until(lambda: cluster.get_topology_info("words").status == "ACTIVE", timeout=30.0)

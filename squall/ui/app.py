@@ -9,7 +9,9 @@ names is run, imported or read from disk.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import logging
 import threading
 import time
 from http import HTTPStatus
@@ -46,6 +48,8 @@ from squall.ui.views import (
     topology_page,
     visualization,
 )
+
+logger = logging.getLogger("squall")
 
 API = "/api/v1"
 #: What the pages may load: their own script, style sheet and API, nothing else.
@@ -140,7 +144,8 @@ class Control:
         self._waiting: list[threading.Thread] = []
 
     def stop(self) -> None:
-        """The server stops: the kills still waiting are carried out now."""
+        """The server stops: the kills still waiting are carried out now. (A rebalance
+        still waiting goes on; a kill of its topology ends it.)"""
         self._stopping.set()
         for thread in self._waiting:
             thread.join(timeout=60.0)
@@ -164,7 +169,9 @@ class Control:
             if name in self.killing:
                 return
             self.killing.add(name)
-        self.cluster.deactivate(name)  # type: ignore[attr-defined]
+        # A topology being rebalanced has its spouts stopped already; the kill ends that.
+        with contextlib.suppress(SquallError):
+            self.cluster.deactivate(name)  # type: ignore[attr-defined]
         thread = threading.Thread(
             target=self._kill_later, args=(name, wait_secs), name="squall-ui-kill", daemon=True
         )
@@ -182,16 +189,38 @@ class Control:
                 self.killing.discard(name)
 
     def rebalance(self, name: str, wait_secs: int, request: RebalanceRequest | None) -> None:
-        """Rebalance ``name`` after ``wait_secs`` (deactivated meanwhile, then active
-        again): the cluster's ``rebalance`` checks the request first."""
+        """Rebalance ``name``: checked now; with a wait, carried out on a thread of its
+        own (the topology is deactivated meanwhile, then its state restored)."""
         self._check(name)
         rebalance = getattr(self.cluster, "rebalance", None)
         if rebalance is None:
             raise NotImplementedError(f"{type(self.cluster).__name__} cannot rebalance")
         options = request.rebalanceOptions if request and request.rebalanceOptions else None
-        num_workers = options.numWorkers if options else None
-        executors = options.executors if options else None
-        rebalance(name, num_workers=num_workers, executors=executors, wait_secs=wait_secs)
+        arguments = {
+            "num_workers": options.numWorkers if options else None,
+            "executors": options.executors if options else None,
+            "wait_secs": wait_secs,
+        }
+        check = getattr(self.cluster, "check_rebalance", None)
+        if check is not None:
+            check(name, **arguments)
+        if wait_secs == 0 or check is None:
+            rebalance(name, **arguments)
+            return
+        thread = threading.Thread(
+            target=self._rebalance_later,
+            args=(rebalance, name, arguments),
+            name="squall-ui-rebalance",
+            daemon=True,
+        )
+        thread.start()
+
+    @staticmethod
+    def _rebalance_later(rebalance: Any, name: str, arguments: dict[str, Any]) -> None:
+        try:
+            rebalance(name, **arguments)
+        except SquallError as exc:  # killed meanwhile
+            logger.warning("rebalance of topology %r did not happen: %s", name, exc)
 
 
 def _router(cluster: TopologyRegistry[Any], control: Control, started: float) -> APIRouter:

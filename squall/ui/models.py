@@ -7,6 +7,8 @@ writes them. These models are also the OpenAPI description's schemas.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
 
@@ -242,7 +244,7 @@ class RebalanceOptions(BaseModel):
     """What to change: workers, and executors per component (up to its task count)."""
 
     numWorkers: int | None = Field(default=None, ge=1)
-    executors: dict[str, int] | None = None
+    executors: dict[str, Annotated[int, Field(ge=1)]] | None = None
 
 
 class RebalanceRequest(BaseModel):
