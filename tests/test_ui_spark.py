@@ -51,6 +51,13 @@ def test_a_spark_topology_page_lists_its_micro_batches(spark: Any, tmp_path: Pat
         bolts = {bolt["boltId"]: bolt for bolt in page["bolts"]}
         assert (bolts["upper"]["executed"], bolts["sink"]["executed"]) == (6, 4)
         assert bolts["upper"]["lastError"] == "ValueError: boom is not a word"
+        refused = client.post(
+            "api/v1/topology/words/rebalance/0", json={"rebalanceOptions": {"numWorkers": 2}}
+        )
+        assert refused.status_code == 409
+        assert refused.json()["errorMessage"].startswith(
+            "SparkCluster cannot rebalance topology 'words': each micro-batch runs"
+        )
         graph = client.get("topology/words/graph.svg")
         assert graph.headers["content-type"] == "image/svg+xml"
         assert ">upper</text>" in graph.text

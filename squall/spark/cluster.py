@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from squall.model.config import warn_unknown_keys
-from squall.model.errors import InvalidTopologyError
+from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.metrics import ComponentStats, TopologyInfo
@@ -357,6 +357,28 @@ class SparkCluster(TopologyRegistry[_Running]):
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""
         return self._get(name).topology
+
+    def rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: dict[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Not possible on Spark: say why.
+
+        Raises:
+            SquallError: always (naming the topology): a running query's stages keep
+                one Spark task per task of their component, and the executors are the
+                Spark cluster manager's.
+        """
+        self._get(name)
+        raise SquallError(
+            f"SparkCluster cannot rebalance topology {name!r}: each micro-batch runs a "
+            "component's tasks as that many Spark tasks, on the executors Spark's cluster "
+            "manager gives the application; size them with Spark (spark.cores.max, "
+            "spark.executor.instances or dynamic allocation) and the parallelism hints"
+        )
 
     def get_topology_conf(self, name: str) -> dict[str, Any]:
         """The configuration ``name`` was submitted with (a copy)."""
