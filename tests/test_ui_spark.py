@@ -61,3 +61,44 @@ def test_a_spark_topology_page_lists_its_micro_batches(spark: Any, tmp_path: Pat
         graph = client.get("topology/words/graph.svg")
         assert graph.headers["content-type"] == "image/svg+xml"
         assert ">upper</text>" in graph.text
+
+
+def test_a_trident_topologys_micro_batches_show_their_state_commits(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Each micro-batch of a Trident count commits one state partition per task of its
+    persistent aggregate (parallelism 2): the UI's batches say so."""
+    from squall import Fields
+    from squall.spark import SparkCluster
+    from squall.trident import Count, FixedBatchSpout, TridentTopology
+    from squall.trident.state import MemoryMapState
+
+    rows = [[f"w{i % 3} w{i % 5}"] for i in range(12)]
+    spout = FixedBatchSpout(Fields("sentence"), 4, *rows)
+    spout.set_cycle(False)
+    factory = MemoryMapState.factory()
+    topology = TridentTopology()
+    (
+        topology.new_stream("sentences", spout)
+        .each(Fields("sentence"), lambda tup: tup[0].split(), Fields("word"))
+        .group_by(Fields("word"))
+        .persistent_aggregate(factory, Count(), Fields("count"))
+        .parallelism_hint(2)
+    )
+    with (
+        SparkCluster(spark=spark, checkpoint_dir=str(tmp_path)) as cluster,
+        UIServer(cluster, port=0) as ui,
+        httpx.Client(base_url=ui.url, timeout=30.0) as client,
+    ):
+        cluster.submit_topology(
+            "counts", {"topology.spark.batch.interval.millis": 50}, topology.build()
+        )
+
+        def counted() -> int:
+            return sum(MemoryMapState.contents(factory).values())
+
+        wait_until(lambda: counted() == 24, timeout=120.0)
+        recent = client.get("api/v1/topology/counts").json()["spark"]["recent"]
+        with_rows = [batch for batch in recent if batch["rows"]]
+        assert sum(batch["rows"] for batch in with_rows) == 12
+        assert [batch["stateCommits"] for batch in with_rows] == [2] * len(with_rows)

@@ -101,6 +101,9 @@ class SparkBatch(BaseModel):
     batchId: int
     rows: int
     durationMs: float
+    stateCommits: int = Field(
+        description="state partitions committed (Trident and transactional topologies)"
+    )
 
 
 class SparkFigures(BaseModel):

@@ -222,8 +222,8 @@ def _spark_figures(info: TopologyInfo) -> SparkFigures | None:
         rowsTotal=extra.get("rows_total", 0),
         retries=extra.get("retries", 0),
         recent=[
-            SparkBatch(batchId=batch_id, rows=rows, durationMs=ms)
-            for batch_id, rows, ms in extra.get("recent_batches", [])
+            SparkBatch(batchId=batch_id, rows=rows, durationMs=ms, stateCommits=commits)
+            for batch_id, rows, ms, commits in extra.get("recent_batches", [])
         ],
     )
 

@@ -119,6 +119,10 @@ class BatchPipeline:
         self.totals: dict[str, TaskFigures] = {s.component_id: TaskFigures() for s in plan.segments}
         #: The DRPC request of each micro-batch being run (a DRPC stream's query).
         self.requests: dict[int, str] = {}
+        #: Per settled micro-batch: the state partitions it committed (its committer
+        #: stages' tasks that reported).
+        self.commits: dict[int, int] = {}
+        self._committers = {s.component_id for s in plan.segments if s.committer}
         self.returns: DRPCReturns | None = None
         drpc = plan.drpc
         if drpc is not None:
@@ -149,9 +153,11 @@ class BatchPipeline:
         self._run(frame, batch_id, ranges, attempt)
 
     def settle(self, batch_id: int, ranges: Ranges, reports: Reports) -> None:
-        """Add the stages' reports to their totals."""
+        """Add the stages' reports to their totals; count the state partitions the
+        batch committed."""
         for key, report in reports.items():
             self.totals[key.component_id].add(report.figures)
+        self.commits[batch_id] = sum(1 for key in reports if key.component_id in self._committers)
 
     def absorbs(self, batch_id: int, error: Exception) -> bool:
         """A DRPC request fails alone: its client gets the error, the stream goes on
@@ -167,6 +173,10 @@ class BatchPipeline:
         """The tuples the sources emitted in this batch (added to ``emitted``)."""
         self.requests.pop(batch_id, None)
         return self._count(ranges)
+
+    def state_commits(self, batch_id: int) -> int:
+        """The state partitions micro-batch ``batch_id`` committed (0 if it failed)."""
+        return self.commits.pop(batch_id, 0)
 
     def busy(self) -> dict[Hashable, float]:
         """Busy seconds so far per stage (its tasks' summed)."""

@@ -123,6 +123,10 @@ class CorePipeline:
                 rows += log.emitted(index)
         return rows
 
+    def state_commits(self, batch_id: int) -> int:
+        """A core topology commits no Trident or transactional state: 0."""
+        return 0
+
     def busy(self) -> dict[Hashable, float]:
         """Busy seconds so far per bolt task (``(component, task index)``)."""
         return {key: stats.busy_secs for key, stats in self.bolts.items()}

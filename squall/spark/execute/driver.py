@@ -64,6 +64,11 @@ class Pipeline(Protocol):
     def finish(self, batch_id: int, ranges: Ranges) -> int:
         """After the micro-batch (settled or absorbed): its tuples, counted."""
 
+    def state_commits(self, batch_id: int) -> int:
+        """After :meth:`finish`: the state partitions the micro-batch committed (each
+        task of a stage that updates state commits its partition for the batch's
+        transaction; 0 for a core topology)."""
+
     def busy(self) -> dict[Hashable, float]:
         """Busy seconds so far (cumulative) per capacity key."""
 
@@ -129,8 +134,9 @@ class MicroBatchDriver:
             if self.attempts.stopping or not self.pipeline.absorbs(batch_id, exc):
                 raise
         rows = self.pipeline.finish(batch_id, ranges)
+        commits = self.pipeline.state_commits(batch_id)
         seconds = time.perf_counter() - started
-        self.figures.finished(batch_id, rows, seconds * 1000.0)
+        self.figures.finished(batch_id, rows, seconds * 1000.0, commits)
         self.capacity.record(seconds, self.pipeline.busy())
 
     def stop(self) -> None:

@@ -112,8 +112,9 @@ class BatchFigures:
         self.errors: list[ErrorInfo] = []
         #: Durations of the most recent batches, milliseconds.
         self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
-        #: The most recent batches: (batch id, rows, duration in milliseconds).
-        self.recent: deque[tuple[int, int, float]] = deque(maxlen=RECENT_BATCHES)
+        #: The most recent batches: (batch id, rows, duration in milliseconds, state
+        #: partitions committed).
+        self.recent: deque[tuple[int, int, float, int]] = deque(maxlen=RECENT_BATCHES)
 
     def record(self, exc: BaseException) -> None:
         """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""
@@ -123,12 +124,13 @@ class BatchFigures:
         )
         del self.errors[:-KEPT_ERRORS]
 
-    def finished(self, batch_id: int, rows: int, duration_ms: float) -> None:
-        """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``."""
+    def finished(self, batch_id: int, rows: int, duration_ms: float, commits: int = 0) -> None:
+        """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``, which
+        committed ``commits`` state partitions."""
         self.batches += 1
         self.last_batch_id = batch_id
         self.last_rows = rows
         self.rows_total += rows
         self.last_duration_ms = duration_ms
         self.recent_ms.append(duration_ms)
-        self.recent.append((batch_id, rows, duration_ms))
+        self.recent.append((batch_id, rows, duration_ms, commits))

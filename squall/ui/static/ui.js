@@ -161,7 +161,8 @@ async function topologyPage(page, where, state) {
       table([["Batches", "batches"], ["Last batch", "lastBatchId"], ["Last rows", "lastBatchRows"],
         ["Last (ms)", "lastBatchMs"], ["Median (ms)", "medianBatchMs"], ["Rows", "rowsTotal"],
         ["Retries", "retries"]], [t.spark]),
-      table([["Batch", "batchId"], ["Rows", "rows"], ["Duration (ms)", "durationMs"]], t.spark.recent, "batchId"));
+      table([["Batch", "batchId"], ["Rows", "rows"], ["Duration (ms)", "durationMs"],
+        ["State commits", "stateCommits"]], t.spark.recent, "batchId"));
   }
   const graph = await fetch(`/topology/${enc(t.name)}/graph.svg?window=${enc(window)}`, { credentials: "same-origin" });
   if (graph.ok) {
