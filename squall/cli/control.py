@@ -112,24 +112,29 @@ def list_topologies(url: str, token_file: Path | None) -> None:
     Console(width=120).print(table)
 
 
-@click.command(short_help="Resume a topology's spouts.")
-@click.argument("name")
-@url_option
-@token_option
-def activate(name: str, url: str, token_file: Path | None) -> None:
-    """Resume the spouts of topology NAME."""
-    _client(url, token_file).call("POST", f"topology/{_quoted(name)}/activate")
-    click.echo(f"Activated {name!r}.")
+def _switch(operation: str, done: str, short_help: str, doc: str) -> click.Command:
+    """The command that POSTs ``operation`` (activate, deactivate) for topology NAME."""
+
+    @click.command(operation, short_help=short_help, help=doc)
+    @click.argument("name")
+    @url_option
+    @token_option
+    def command(name: str, url: str, token_file: Path | None) -> None:
+        _client(url, token_file).call("POST", f"topology/{_quoted(name)}/{operation}")
+        click.echo(f"{done} {name!r}.")
+
+    return command
 
 
-@click.command(short_help="Stop a topology's spouts.")
-@click.argument("name")
-@url_option
-@token_option
-def deactivate(name: str, url: str, token_file: Path | None) -> None:
-    """Stop calling the spouts of topology NAME; tuples in flight still complete."""
-    _client(url, token_file).call("POST", f"topology/{_quoted(name)}/deactivate")
-    click.echo(f"Deactivated {name!r}.")
+activate = _switch(
+    "activate", "Activated", "Resume a topology's spouts.", "Resume the spouts of topology NAME."
+)
+deactivate = _switch(
+    "deactivate",
+    "Deactivated",
+    "Stop a topology's spouts.",
+    "Stop calling the spouts of topology NAME; tuples in flight still complete.",
+)
 
 
 def _wait_default(client: UIClient, name: str, wait: int | None) -> int:
