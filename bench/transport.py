@@ -12,9 +12,9 @@ by the tuples), the median of ``--runs`` runs. The transports:
 * ``socketpair``: a Unix stream socket pair with 4-byte length framing.
 
 The serializers: ``pickle`` protocol 5; ``msgpack`` (``use_bin_type``: a tuple arrives
-as a list); and ``msgpack-exact``, msgpack for exact lists, dicts, strings, bytes,
-numbers, booleans and None, with anything else pickled inside it (a value arrives
-with the type it was sent with).
+as a list); and ``msgpack-exact``, squall's own codec for worker processes
+(``squall.local.codec``: msgpack, with every value arriving as the type it was sent
+as).
 
     python bench/transport.py --json
 """
@@ -34,33 +34,17 @@ from typing import Any
 
 import msgpack
 
+from squall.local import codec
+
 WORDS = ["the", "cow", "jumped", "over", "moon", "man", "went", "to", "store", "candy"]
 HEADER = struct.Struct("!I")
-
-
-#: The msgpack extension type that carries a pickled value (``msgpack-exact``).
-PICKLED = 1
-
-
-def _pickled(value: Any) -> msgpack.ExtType:
-    return msgpack.ExtType(PICKLED, pickle.dumps(value, protocol=5))
-
-
-def _unpickled(code: int, data: bytes) -> Any:
-    return pickle.loads(data) if code == PICKLED else msgpack.ExtType(code, data)
 
 
 def encoders(name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
     if name == "pickle":
         return (lambda value: pickle.dumps(value, protocol=5)), pickle.loads
     if name == "msgpack-exact":
-        # Only exact lists, dicts, str, bytes, int, float, bool and None as msgpack;
-        # anything else (a tuple, a datetime, a user's class) pickled inside it, so a
-        # value arrives with the type it was sent with.
-        exact = msgpack.Packer(use_bin_type=True, strict_types=True, default=_pickled)
-        return exact.pack, (
-            lambda data: msgpack.unpackb(data, raw=False, ext_hook=_unpickled, strict_map_key=False)
-        )
+        return codec.encode, codec.decode
     packer = msgpack.Packer(use_bin_type=True)
     return packer.pack, (lambda data: msgpack.unpackb(data, raw=False))
 
