@@ -20,49 +20,34 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]  # (msgpack ships no type hints)
 
-#: MessagePack extension codes for the types it has no family of its own for.
-_TUPLE, _SET, _FROZENSET, _BIG_INT, _PICKLED = 1, 2, 3, 4, 5
+from squall.runtime.packing import ExactPacking
+
+#: The extension code of a pickled value (after :mod:`squall.runtime.packing`'s).
+_PICKLED = 5
 
 
 class UnsendableValueError(TypeError):
     """A value that cannot go to another worker process: it cannot be pickled."""
 
 
-def _default(value: Any) -> msgpack.ExtType:
-    kind = type(value)
-    if kind is tuple:
-        return msgpack.ExtType(_TUPLE, _pack(list(value)))
-    if kind is set:
-        return msgpack.ExtType(_SET, _pack(list(value)))
-    if kind is frozenset:
-        return msgpack.ExtType(_FROZENSET, _pack(list(value)))
-    if kind is int:  # outside MessagePack's 64 bits
-        return msgpack.ExtType(_BIG_INT, str(value).encode("ascii"))
+def _pickled(value: Any) -> msgpack.ExtType:
     try:
         return msgpack.ExtType(_PICKLED, pickle.dumps(value, protocol=5))
     except Exception as exc:
+        kind = type(value)
         raise UnsendableValueError(
             f"a value of type {kind.__module__}.{kind.__qualname__} cannot be sent to "
             f"another worker process: {type(exc).__name__}: {exc}"
         ) from exc
 
 
-def _pack(value: Any) -> bytes:
-    return msgpack.packb(value, default=_default, use_bin_type=True, strict_types=True)
-
-
-def _ext_hook(code: int, data: bytes) -> Any:
-    if code == _TUPLE:
-        return tuple(decode(data))
-    if code == _SET:
-        return set(decode(data))
-    if code == _FROZENSET:
-        return frozenset(decode(data))
-    if code == _BIG_INT:
-        return int(data.decode("ascii"))
+def _unpickled(code: int, data: bytes) -> Any:
     if code == _PICKLED:
         return pickle.loads(data)
     raise ValueError(f"a batch holds an unknown extension type {code}")
+
+
+_PACKING = ExactPacking(_pickled, _unpickled)
 
 
 def encode(batch: Any) -> bytes:
@@ -71,12 +56,12 @@ def encode(batch: Any) -> bytes:
     Raises:
         UnsendableValueError: a value cannot be pickled (the message names its type).
     """
-    return _pack(batch)
+    return _PACKING.pack(batch)
 
 
 def decode(data: bytes) -> Any:
     """The batch :func:`encode` made ``data`` from: equal, every value of its type."""
-    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    return _PACKING.unpack(data)
 
 
 __all__ = ["UnsendableValueError", "decode", "encode"]

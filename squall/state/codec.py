@@ -20,49 +20,26 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]  # (msgpack ships no type hints)
 
-#: MessagePack extension codes of the types MessagePack has no family for.
-_TUPLE, _SET, _FROZENSET, _BIG_INT = 1, 2, 3, 4
-_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+from squall.runtime.packing import ExactPacking
 
 
 class StateSerializationError(ValueError):
     """A key or value of a type the state cannot store; the message says which."""
 
 
-def _default(value: Any) -> msgpack.ExtType:
+def _refuse(value: Any) -> msgpack.ExtType:
     kind = type(value)
-    if kind is tuple:
-        return msgpack.ExtType(_TUPLE, _pack_list(list(value)))
-    if kind is set:
-        return msgpack.ExtType(_SET, _pack_list(list(value)))
-    if kind is frozenset:
-        return msgpack.ExtType(_FROZENSET, _pack_list(list(value)))
-    if kind is int:  # outside MessagePack's 64 bits
-        return msgpack.ExtType(_BIG_INT, str(value).encode("ascii"))
     raise StateSerializationError(
         f"type {kind.__module__}.{kind.__qualname__} is not supported (supported: None, "
         "bool, int, float, str, bytes, list, tuple, dict, set, frozenset)"
     )
 
 
-def _pack_list(items: list[Any]) -> bytes:
-    return msgpack.packb(items, default=_default, use_bin_type=True, strict_types=True)
-
-
-def _ext_hook(code: int, data: bytes) -> Any:
-    if code == _TUPLE:
-        return tuple(_unpack(data))
-    if code == _SET:
-        return set(_unpack(data))
-    if code == _FROZENSET:
-        return frozenset(_unpack(data))
-    if code == _BIG_INT:
-        return int(data.decode("ascii"))
+def _unknown(code: int, data: bytes) -> Any:
     raise StateSerializationError(f"stored data holds an unknown extension type {code}")
 
 
-def _unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+_PACKING = ExactPacking(_refuse, _unknown)
 
 
 def encode(value: Any) -> bytes:
@@ -72,7 +49,7 @@ def encode(value: Any) -> bytes:
         StateSerializationError: ``value`` holds a type that is not supported.
     """
     try:
-        return msgpack.packb(value, default=_default, use_bin_type=True, strict_types=True)
+        return _PACKING.pack(value)
     except StateSerializationError:
         raise
     except (TypeError, ValueError, OverflowError) as error:
@@ -86,7 +63,7 @@ def decode(data: bytes) -> Any:
         StateSerializationError: ``data`` is not a stored value.
     """
     try:
-        return _unpack(data)
+        return _PACKING.unpack(data)
     except StateSerializationError:
         raise
     except Exception as error:  # msgpack raises several kinds of errors on bad input
