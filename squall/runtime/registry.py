@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from squall.model.errors import SquallError
+from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.rolling import HistoryKeeper
 
@@ -91,6 +93,49 @@ class TopologyRegistry(ABC, Generic[T]):
     def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
         """Metrics of every component of ``name``: since it started, or over its last
         ``window_secs`` seconds (one of :attr:`metric_windows`)."""
+
+    @abstractmethod
+    def get_topology(self, name: str) -> StormTopology:
+        """The topology running as ``name`` (its current parallelism hints)."""
+
+    @abstractmethod
+    def get_topology_conf(self, name: str) -> dict[str, Any]:
+        """The configuration ``name`` runs with (a copy)."""
+
+    @abstractmethod
+    def activate(self, name: str) -> None:
+        """Resume ``name``'s spouts."""
+
+    @abstractmethod
+    def deactivate(self, name: str) -> None:
+        """Stop ``name``'s spouts; what is in flight still completes."""
+
+    @abstractmethod
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        """Stop ``name``."""
+
+    @abstractmethod
+    def check_rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Raise what :meth:`rebalance` would raise for these arguments, changing
+        nothing (for a caller that rebalances later, on another thread)."""
+
+    @abstractmethod
+    def rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Run ``name`` on ``num_workers`` workers with ``executors`` executors per
+        component, after ``wait_secs`` with its spouts stopped (Storm's rebalance), or
+        raise ``SquallError`` saying why the engine cannot."""
 
     @abstractmethod
     def shutdown(self) -> None:

@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -362,10 +363,20 @@ class SparkCluster(TopologyRegistry[_Running]):
         self,
         name: str,
         num_workers: int | None = None,
-        executors: dict[str, int] | None = None,
+        executors: Mapping[str, int] | None = None,
         wait_secs: float = 0.0,
     ) -> None:
-        """Not possible on Spark: say why.
+        """Not possible on Spark: :meth:`check_rebalance` says why."""
+        self.check_rebalance(name, num_workers, executors, wait_secs)
+
+    def check_rebalance(
+        self,
+        name: str,
+        num_workers: int | None = None,
+        executors: Mapping[str, int] | None = None,
+        wait_secs: float = 0.0,
+    ) -> None:
+        """Say why a rebalance is not possible on Spark.
 
         Raises:
             SquallError: always (naming the topology): a running query's stages keep

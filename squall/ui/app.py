@@ -156,11 +156,11 @@ class Control:
 
     def activate(self, name: str) -> None:
         self._check(name)
-        self.cluster.activate(name)  # type: ignore[attr-defined]
+        self.cluster.activate(name)
 
     def deactivate(self, name: str) -> None:
         self._check(name)
-        self.cluster.deactivate(name)  # type: ignore[attr-defined]
+        self.cluster.deactivate(name)
 
     def kill(self, name: str, wait_secs: int) -> None:
         """Deactivate ``name`` now, and kill it after ``wait_secs`` (Storm's kill)."""
@@ -171,7 +171,7 @@ class Control:
             self.killing.add(name)
         # A topology being rebalanced has its spouts stopped already; the kill ends that.
         with contextlib.suppress(SquallError):
-            self.cluster.deactivate(name)  # type: ignore[attr-defined]
+            self.cluster.deactivate(name)
         thread = threading.Thread(
             target=self._kill_later, args=(name, wait_secs), name="squall-ui-kill", daemon=True
         )
@@ -181,9 +181,9 @@ class Control:
     def _kill_later(self, name: str, wait_secs: int) -> None:
         self._stopping.wait(wait_secs)
         try:
-            self.cluster.kill_topology(name)  # type: ignore[attr-defined]
-        except SquallError:
-            pass  # killed meanwhile
+            self.cluster.kill_topology(name)
+        except SquallError as exc:  # it ended during the wait: nothing left to kill
+            logger.info("topology %r was gone when its kill came: %s", name, exc)
         finally:
             with self._lock:
                 self.killing.discard(name)
@@ -192,33 +192,26 @@ class Control:
         """Rebalance ``name``: checked now; with a wait, carried out on a thread of its
         own (the topology is deactivated meanwhile, then its state restored)."""
         self._check(name)
-        rebalance = getattr(self.cluster, "rebalance", None)
-        if rebalance is None:
-            raise NotImplementedError(f"{type(self.cluster).__name__} cannot rebalance")
         options = request.rebalanceOptions if request and request.rebalanceOptions else None
-        arguments = {
-            "num_workers": options.numWorkers if options else None,
-            "executors": options.executors if options else None,
-            "wait_secs": wait_secs,
-        }
-        check = getattr(self.cluster, "check_rebalance", None)
-        if check is not None:
-            check(name, **arguments)
-        if wait_secs == 0 or check is None:
-            rebalance(name, **arguments)
+        num_workers = options.numWorkers if options else None
+        executors = options.executors if options else None
+        self.cluster.check_rebalance(name, num_workers, executors, wait_secs)
+        if wait_secs == 0:
+            self.cluster.rebalance(name, num_workers, executors)
             return
         thread = threading.Thread(
             target=self._rebalance_later,
-            args=(rebalance, name, arguments),
+            args=(name, num_workers, executors, wait_secs),
             name="squall-ui-rebalance",
             daemon=True,
         )
         thread.start()
 
-    @staticmethod
-    def _rebalance_later(rebalance: Any, name: str, arguments: dict[str, Any]) -> None:
+    def _rebalance_later(
+        self, name: str, num_workers: int | None, executors: dict[str, int] | None, wait: int
+    ) -> None:
         try:
-            rebalance(name, **arguments)
+            self.cluster.rebalance(name, num_workers, executors, wait)
         except SquallError as exc:  # killed meanwhile
             logger.warning("rebalance of topology %r did not happen: %s", name, exc)
 
@@ -329,10 +322,6 @@ def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port:
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
         return _answer(400, str(exc))
-
-    @app.exception_handler(NotImplementedError)
-    async def cannot(request: Request, exc: NotImplementedError) -> JSONResponse:
-        return _answer(409, str(exc))
 
     @app.exception_handler(SquallError)
     async def refused(request: Request, exc: SquallError) -> JSONResponse:

@@ -54,7 +54,7 @@ def pages_router(cluster: TopologyRegistry[Any]) -> APIRouter:
         if name not in cluster.topology_names():
             raise UnknownName(f"no topology named {name!r} is running")
         seconds = parse_window(window, cluster.metric_windows)
-        topology = cluster.get_topology(name)  # type: ignore[attr-defined]
+        topology = cluster.get_topology(name)
         info = cluster.get_topology_info(name, window_secs=seconds)
         return Response(topology_svg(name, topology, info), media_type="image/svg+xml")
 

@@ -115,7 +115,7 @@ def _executors(topology: StormTopology, stats: ComponentStats) -> int:
 
 
 def _totals(cluster: TopologyRegistry[Any], name: str, info: TopologyInfo) -> dict[str, int]:
-    topology: StormTopology = cluster.get_topology(name)  # type: ignore[attr-defined]
+    topology: StormTopology = cluster.get_topology(name)
     return {
         "tasksTotal": sum(len(s.tasks) for s in info.components.values()),
         "executorsTotal": sum(_executors(topology, s) for s in info.components.values()),
@@ -244,8 +244,8 @@ def topology_page(
     """``GET topology/{name}``: its figures over ``window`` (None: all time), and over
     every window in ``topologyStats``; system components only if ``system``."""
     info = _info(cluster, name, window)
-    topology: StormTopology = cluster.get_topology(name)  # type: ignore[attr-defined]
-    conf: dict[str, Any] = cluster.get_topology_conf(name)  # type: ignore[attr-defined]
+    topology: StormTopology = cluster.get_topology(name)
+    conf: dict[str, Any] = cluster.get_topology_conf(name)
     windows: list[int | None] = [*cluster.metric_windows, None]
     stats = [_topology_stats(info if w == window else _info(cluster, name, w), w) for w in windows]
     components = _user_components(info, system, topology.component_ids())
@@ -345,7 +345,7 @@ def component_page(
     system streams (acking, batches) only if ``system``."""
     info = _info(cluster, name, window)
     stats = _component(info, component_id)
-    topology: StormTopology = cluster.get_topology(name)  # type: ignore[attr-defined]
+    topology: StormTopology = cluster.get_topology(name)
     windows: list[int | None] = [*cluster.metric_windows, None]
     summaries = [
         _component_window(
@@ -400,7 +400,7 @@ def visualization(
     """``GET topology/{name}/visualization``: per user component, its kind, figures
     over ``window`` and inputs."""
     info = _info(cluster, name, window)
-    topology: StormTopology = cluster.get_topology(name)  # type: ignore[attr-defined]
+    topology: StormTopology = cluster.get_topology(name)
     nodes = {}
     for spec in topology:
         if spec.system:
