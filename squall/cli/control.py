@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,17 @@ deactivate = _switch(
 )
 
 
+def wait_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``-w``/``--wait`` option of ``kill`` and ``rebalance``: ``what`` it is."""
+    return click.option(
+        "-w",
+        "--wait",
+        type=click.IntRange(min=0),
+        default=None,
+        help=f"{what}  [default: the topology's message timeout]",
+    )
+
+
 def _wait_default(client: UIClient, name: str, wait: int | None) -> int:
     """``wait``, or the topology's message timeout (Storm's default)."""
     return int(client.topology(name)["msgTimeout"]) if wait is None else wait
@@ -144,13 +156,7 @@ def _wait_default(client: UIClient, name: str, wait: int | None) -> int:
 
 @click.command(short_help="Kill a topology (deactivate, wait, kill).")
 @click.argument("name")
-@click.option(
-    "-w",
-    "--wait",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Seconds between deactivating and killing.  [default: the topology's message timeout]",
-)
+@wait_option("Seconds between deactivating and killing.")
 @url_option
 @token_option
 def kill(name: str, wait: int | None, url: str, token_file: Path | None) -> None:
@@ -176,14 +182,7 @@ def _executors(options: tuple[str, ...]) -> dict[str, int]:
 
 @click.command(short_help="Change a topology's workers and executors.")
 @click.argument("name")
-@click.option(
-    "-w",
-    "--wait",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Seconds the topology stays deactivated before the change.  [default: the "
-    "topology's message timeout]",
-)
+@wait_option("Seconds the topology stays deactivated before the change.")
 @click.option(
     "-n", "--workers", type=click.IntRange(min=1), default=None, help="The new number of workers."
 )
