@@ -171,7 +171,7 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
             SquallError: no topology ``name`` is running.
             ValueError: ``window_secs`` is not a window the cluster keeps.
         """
-        return self._in_window(name, self._get(name).info(), window_secs)
+        return self.in_window(name, self._get(name).info(), window_secs)
 
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""

@@ -53,9 +53,10 @@ class TopologyRegistry(ABC, Generic[T]):
         self._topologies.pop(name, None)
         self._history.ended(name)
 
-    def _in_window(self, name: str, info: TopologyInfo, window_secs: int | None) -> TopologyInfo:
-        """``info`` (``name``'s figures now) over its last ``window_secs`` seconds (None:
-        all time).
+    def in_window(self, name: str, info: TopologyInfo, window_secs: int | None) -> TopologyInfo:
+        """``info`` (``name``'s figures now, from ``get_topology_info(name)``) over its
+        last ``window_secs`` seconds (None: all time), from the cluster's history: one
+        reading of the figures serves every window.
 
         Raises:
             ValueError: the window is not one the cluster keeps

@@ -353,7 +353,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             components=components,
             extra=extra,
         )
-        return self._in_window(name, info, window_secs)
+        return self.in_window(name, info, window_secs)
 
     def get_topology(self, name: str) -> StormTopology:
         """The topology submitted as ``name``."""

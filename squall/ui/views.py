@@ -243,11 +243,12 @@ def topology_page(
 ) -> TopologyPage:
     """``GET topology/{name}``: its figures over ``window`` (None: all time), and over
     every window in ``topologyStats``; system components only if ``system``."""
-    info = _info(cluster, name, window)
+    now = _info(cluster, name)
+    info = cluster.in_window(name, now, window)
     topology: StormTopology = cluster.get_topology(name)
     conf: dict[str, Any] = cluster.get_topology_conf(name)
     windows: list[int | None] = [*cluster.metric_windows, None]
-    stats = [_topology_stats(info if w == window else _info(cluster, name, w), w) for w in windows]
+    stats = [_topology_stats(cluster.in_window(name, now, w), w) for w in windows]
     components = _user_components(info, system, topology.component_ids())
     spouts = [
         SpoutEntry(
@@ -343,14 +344,13 @@ def component_page(
     """``GET topology/{name}/component/{component_id}``: over ``window`` (None: all
     time), and over every window in ``spoutSummary``/``boltStats``; control and
     system streams (acking, batches) only if ``system``."""
-    info = _info(cluster, name, window)
+    now = _info(cluster, name)
+    info = cluster.in_window(name, now, window)
     stats = _component(info, component_id)
     topology: StormTopology = cluster.get_topology(name)
     windows: list[int | None] = [*cluster.metric_windows, None]
     summaries = [
-        _component_window(
-            stats if w == window else _component(_info(cluster, name, w), component_id), w
-        )
+        _component_window(_component(cluster.in_window(name, now, w), component_id), w)
         for w in windows
     ]
     inputs = []
