@@ -241,10 +241,12 @@ def _main(arguments: list[str]) -> None:
         raise SystemExit("the killer bolt did not kill the process")
     engine, url, streams, directory, database, flag, kind = arguments[1:8]
     topology = trident_crash_topology(url, streams.split(","), database, flag, kind).build()
-    if engine == "local":
+    if engine in ("local", "process"):
         conf = {
             Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: directory,
             Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
+            Config.TOPOLOGY_WORKERS: 2 if engine == "process" else 1,
+            Config.TOPOLOGY_WORKER_KIND: engine if engine == "process" else "thread",
         }
         with LocalCluster() as cluster:
             cluster.submit_topology("crash", conf, topology)

@@ -243,12 +243,14 @@ def run_crash_child(
     with open(flag, "w") as handle:
         handle.write(str(os.getpid()))
     topology = crash_topology(dsn, table, flag, state_type).build()
-    if engine == "local":
+    if engine in ("local", "process"):
         from squall import LocalCluster
 
         conf = {
             **CRASH_CONF,
             Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: f"{directory}/{COORDINATION}",
+            Config.TOPOLOGY_WORKERS: 2 if engine == "process" else 1,
+            Config.TOPOLOGY_WORKER_KIND: engine if engine == "process" else "thread",
         }
         LocalCluster().submit_topology("crash", conf, topology)
     else:

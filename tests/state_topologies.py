@@ -88,7 +88,7 @@ class CrashingCountWords(CountWords):
 
 def conf(state_directory: str) -> Config:
     """Durable SQLite state, frequent checkpoints, few trees in flight."""
-    settings = Config().set_max_spout_pending(64).set_num_workers(2)
+    settings = Config().set_max_spout_pending(64).set_num_workers(2).set_worker_kind("thread")
     settings[Config.TOPOLOGY_STATE_CHECKPOINT_INTERVAL] = 40
     settings[Config.TOPOLOGY_STATE_PROVIDER] = "sqlite"
     settings[Config.TOPOLOGY_STATE_PROVIDER_CONFIG] = {"directory": state_directory}

@@ -628,7 +628,11 @@ def test_max_spout_pending_is_per_spout_task(cluster: LocalCluster) -> None:
     builder = TopologyBuilder()
     builder.set_spout("src", spout, 2).set_max_spout_pending(3)
     builder.set_bolt("sink", sink, 2).shuffle_grouping("src")
-    cluster.submit_topology("per-task", {Config.TOPOLOGY_WORKERS: 2}, builder.create_topology())
+    cluster.submit_topology(
+        "per-task",
+        {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 2},
+        builder.create_topology(),
+    )
     wait_until(lambda: len(sink.record.get("held")) == 6)
     settle(cluster, "per-task", rounds=20)
     src_tasks = cluster.get_running("per-task").plan.component_tasks["src"]

@@ -44,7 +44,11 @@ def test_slow_bolt_inbox_stays_bounded(cluster: LocalCluster, reliable: bool) ->
     builder = TopologyBuilder()
     builder.set_spout("flood", FloodSpout(reliable))
     builder.set_bolt("slow", SlowBolt()).shuffle_grouping("flood")
-    conf = {Config.TOPOLOGY_WORKERS: 2, Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: BUFFER}
+    conf = {
+        Config.TOPOLOGY_WORKER_KIND: "thread",
+        Config.TOPOLOGY_WORKERS: 2,
+        Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: BUFFER,
+    }
     cluster.submit_topology("bp", conf, builder.create_topology())
     running = cluster.get_running("bp")
     (spout_task,) = running.plan.component_tasks["flood"]
@@ -141,6 +145,7 @@ def test_fan_out_into_a_slow_bolt_stays_within_the_queue_bound(
 ) -> None:
     capacity = 2000
     conf = {
+        Config.TOPOLOGY_WORKER_KIND: "thread",
         Config.TOPOLOGY_WORKERS: workers,
         Config.TOPOLOGY_ACKER_EXECUTORS: 0,
         Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: capacity,
@@ -173,6 +178,7 @@ def test_fan_out_into_a_slow_bolt_stays_within_the_queue_bound(
 def test_several_producers_on_several_workers_share_the_room(cluster: LocalCluster) -> None:
     capacity = 3000
     conf = {
+        Config.TOPOLOGY_WORKER_KIND: "thread",
         Config.TOPOLOGY_WORKERS: 4,
         Config.TOPOLOGY_ACKER_EXECUTORS: 0,
         Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: capacity,
@@ -204,6 +210,7 @@ from squall import Config, LocalCluster
 from tests.test_local_backpressure import fan_out_topology, watch_queues
 
 conf = {{Config.TOPOLOGY_WORKERS: 3, Config.TOPOLOGY_ACKER_EXECUTORS: 0}}
+conf[Config.TOPOLOGY_WORKER_KIND] = "thread"
 with LocalCluster() as cluster:
     cluster.submit_topology("fan", conf, fan_out_topology())
     running = cluster.get_running("fan")
@@ -286,7 +293,11 @@ def test_a_cycle_with_full_queues_does_not_deadlock(cluster: LocalCluster, worke
     builder.set_bolt("sink", BusyBolt()).shuffle_grouping("ping", "done").shuffle_grouping(
         "pong", "done"
     )
-    conf = {Config.TOPOLOGY_WORKERS: workers, Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 20}
+    conf = {
+        Config.TOPOLOGY_WORKER_KIND: "thread",
+        Config.TOPOLOGY_WORKERS: workers,
+        Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 20,
+    }
     cluster.submit_topology("cycle", conf, builder.create_topology())
     wait_until(lambda: len(spout.record.get("acked")) == 500, timeout=60)
     info = cluster.get_topology_info("cycle")

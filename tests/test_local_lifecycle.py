@@ -109,7 +109,11 @@ def lifecycle_topology(record: SharedRecord, delay: float = 0.0) -> Any:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_lifecycle_order_per_task(cluster: LocalCluster, workers: int) -> None:
     record = SharedRecord()
-    cluster.submit_topology("life", {Config.TOPOLOGY_WORKERS: workers}, lifecycle_topology(record))
+    cluster.submit_topology(
+        "life",
+        {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: workers},
+        lifecycle_topology(record),
+    )
     running = cluster.get_running("life")
     spout_tasks = running.plan.component_tasks["src"]
     bolt_tasks = running.plan.component_tasks["work"]
@@ -312,7 +316,11 @@ def test_workers_run_on_named_threads(cluster: LocalCluster) -> None:
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
     builder.set_bolt("sink", sink, 4).shuffle_grouping("src")
-    cluster.submit_topology("three", {Config.TOPOLOGY_WORKERS: 3}, builder.create_topology())
+    cluster.submit_topology(
+        "three",
+        {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 3},
+        builder.create_topology(),
+    )
     running = cluster.get_running("three")
     expected = [f"squall-three-worker-{i}" for i in range(3)]
     assert [t.name for t in running.threads()] == expected
@@ -332,7 +340,11 @@ def test_shutdown_kills_every_topology() -> None:
     record = SharedRecord()
     with LocalCluster() as local:
         local.submit_topology("one", {}, lifecycle_topology(record))
-        local.submit_topology("two", {Config.TOPOLOGY_WORKERS: 2}, lifecycle_topology(record))
+        local.submit_topology(
+            "two",
+            {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 2},
+            lifecycle_topology(record),
+        )
         assert local.topology_names() == ["one", "two"]
         assert len(engine_threads()) == 3
     assert engine_threads() == []

@@ -88,7 +88,12 @@ def layout(cluster: LocalCluster, name: str = NAME) -> tuple[int, dict[str, int]
 def test_rebalancing_under_load_acks_every_tuple_exactly_once(cluster: LocalCluster) -> None:
     total = 3000
     spout, sink = submit_relay(
-        cluster, {Config.TOPOLOGY_WORKERS: 1, Config.TOPOLOGY_MAX_SPOUT_PENDING: 100}
+        cluster,
+        {
+            Config.TOPOLOGY_WORKER_KIND: "thread",
+            Config.TOPOLOGY_WORKERS: 1,
+            Config.TOPOLOGY_MAX_SPOUT_PENDING: 100,
+        },
     )
     running = cluster.get_running(NAME)
     components = {task: runner.component for task, runner in running.runners.items()}
@@ -142,6 +147,7 @@ def test_pending_trees_max_spout_pending_and_timeouts_survive_a_rebalance(
     builder.set_spout("control", control)
     builder.set_bolt("hold", hold, 2).shuffle_grouping("src").all_grouping("control")
     conf = {
+        Config.TOPOLOGY_WORKER_KIND: "thread",
         Config.TOPOLOGY_WORKERS: 2,
         Config.TOPOLOGY_MAX_SPOUT_PENDING: 3,
         Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -249,6 +255,7 @@ def test_a_trident_count_stays_exact_across_rebalances(cluster: LocalCluster) ->
     conf = {
         Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
         Config.TOPOLOGY_MAX_SPOUT_PENDING: 3,
+        Config.TOPOLOGY_WORKER_KIND: "thread",
         Config.TOPOLOGY_WORKERS: 2,
     }
     cluster.submit_topology("trident", conf, topology.build())
@@ -275,7 +282,11 @@ def test_local_or_shuffle_follows_the_new_workers(cluster: LocalCluster) -> None
     builder = TopologyBuilder()
     builder.set_spout("src", spout)
     builder.set_bolt("sink", sink, 4).local_or_shuffle_grouping("src")
-    cluster.submit_topology(NAME, {Config.TOPOLOGY_WORKERS: 2}, builder.create_topology())
+    cluster.submit_topology(
+        NAME,
+        {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 2},
+        builder.create_topology(),
+    )
     plan = cluster.get_running(NAME).plan
 
     def local_tasks() -> set[int]:
@@ -412,7 +423,9 @@ def test_a_topology_being_rebalanced_takes_no_other_change_until_it_is_done(
 def test_the_new_layout_is_what_the_engine_reports(cluster: LocalCluster) -> None:
     spout, sink = FeederSpout(["n", "key"]), CapturingBolt()
     submitted = relay_topology(spout, sink)
-    cluster.submit_topology(NAME, {Config.TOPOLOGY_WORKERS: 1}, submitted)
+    cluster.submit_topology(
+        NAME, {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 1}, submitted
+    )
     assert layout(cluster) == (1, {"__acker": 1, "numbers": 1, "relay": 2, "sink": 2})
 
     cluster.rebalance(NAME, num_workers=3, executors={"relay": 5, "sink": 1})
@@ -472,7 +485,7 @@ def test_the_new_layout_is_what_the_engine_reports(cluster: LocalCluster) -> Non
 def test_bad_arguments_are_refused_and_change_nothing(
     cluster: LocalCluster, arguments: dict[str, Any], message: str
 ) -> None:
-    submit_relay(cluster, {Config.TOPOLOGY_WORKERS: 2})
+    submit_relay(cluster, {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 2})
     before = layout(cluster)
     with pytest.raises(InvalidTopologyError, match=message):
         cluster.rebalance(NAME, **arguments)

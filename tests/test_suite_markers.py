@@ -106,10 +106,14 @@ def test_the_fast_path_leaves_out_every_test_that_runs_spark(tmp_path: Path) -> 
     assert collected(tmp_path, "not spark") == [
         "test_a_matrix[local-1]",
         "test_a_matrix[local-2]",
+        "test_a_matrix[process-1]",
+        "test_a_matrix[process-2]",
         "test_on_each_engine[local]",
+        "test_on_each_engine[process]",
         "test_on_the_local_engine_only[local]",
         "test_plain",
         "test_through_a_fixture_using_the_engine[local]",
+        "test_through_a_fixture_using_the_engine[process]",
     ]
 
 
@@ -124,8 +128,8 @@ def test_the_spark_marker_selects_exactly_those_tests(tmp_path: Path) -> None:
 
 
 def test_the_engine_fixture_runs_a_test_on_every_engine() -> None:
-    assert ENGINES == ["local", "spark"]
-    assert [case.values for case in on_engines()] == [("local",), ("spark",)]
+    assert ENGINES == ["local", "process", "spark"]
+    assert [case.values for case in on_engines()] == [("local",), ("process",), ("spark",)]
     assert all(not case.marks for case in on_engines())
 
 
@@ -141,9 +145,15 @@ def test_an_engines_case_can_be_a_strict_xfail_naming_its_gaps() -> None:
 
 def test_on_engines_gives_each_engine_its_cases_and_marks_only_the_failing_engine() -> None:
     cases = on_engines([(1,), (2,)], [(3,)], xfail={"spark": "a gap"})
-    assert [case.values for case in cases] == [("local", 1), ("local", 2), ("spark", 3)]
-    assert [bool(case.marks) for case in cases] == [False, False, True]
-    assert [case.values for case in on_engines(spark=[])] == [("local",)]
+    assert [case.values for case in cases] == [
+        ("local", 1),
+        ("local", 2),
+        ("process", 1),
+        ("process", 2),
+        ("spark", 3),
+    ]
+    assert [bool(case.marks) for case in cases] == [False, False, False, False, True]
+    assert [case.values for case in on_engines(spark=[])] == [("local",), ("process",)]
 
 
 def test_an_unknown_engine_is_refused() -> None:

@@ -1328,6 +1328,7 @@ def test_late_tuples_of_a_superseded_attempt_do_not_disturb_its_replay(
         pending=1,
         **{
             Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 3,
+            Config.TOPOLOGY_WORKER_KIND: "thread",
             Config.TOPOLOGY_WORKERS: 2,
             Config.TOPOLOGY_ACKER_EXECUTORS: 1,
             # The replay starts at once (no retry back-off): this clock moves only when told.
@@ -1413,6 +1414,7 @@ def test_replay_completes_when_an_emitter_task_lags_behind_a_failure(
         pending=1,
         **{
             Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 20,
+            Config.TOPOLOGY_WORKER_KIND: "thread",
             Config.TOPOLOGY_WORKERS: 2,
             Config.TOPOLOGY_ACKER_EXECUTORS: 1,
         },

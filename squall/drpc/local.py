@@ -14,11 +14,14 @@ from typing import Any
 
 from squall.drpc.broker import DRPCBroker
 from squall.drpc.errors import DRPCError
-from squall.drpc.request import DRPCRequest
+from squall.drpc.request import DRPCInvocations, DRPCRequest
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
 
 _registry: weakref.WeakValueDictionary[str, LocalDRPC] = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
+#: Service id -> how this process reaches a LocalDRPC of another process (a worker
+#: process of the local engine reaches its supervisor's through a bridge).
+_bridges: dict[str, DRPCInvocations] = {}
 
 
 class LocalDRPC:
@@ -87,6 +90,19 @@ class LocalDRPC:
             )
         return found
 
+    @classmethod
+    def invocations(cls, service_id: str) -> DRPCInvocations:
+        """The invocations side of the LocalDRPC ``service_id``: the instance of this
+        process, or the bridge this process reaches it through (see
+        :func:`bridged_local_drpc`).
+
+        Raises:
+            DRPCError: neither is known here.
+        """
+        with _registry_lock:
+            bridge = _bridges.get(service_id)
+        return bridge if bridge is not None else cls.lookup(service_id)
+
     def execute(self, function: str, args: str, timeout_secs: float | None = None) -> str:
         """Call DRPC ``function`` with ``args`` and wait for the topology's result.
 
@@ -152,3 +168,18 @@ class LocalDRPC:
 def _lookup_local_drpc(service_id: str) -> LocalDRPC:
     """Unpickling hook: the registered instance (see :meth:`LocalDRPC.lookup`)."""
     return LocalDRPC.lookup(service_id)
+
+
+def bridged_local_drpc(service_id: str, host: str, port: int, token: str | None) -> DRPCInvocations:
+    """Unpickling hook in another process: a client of the bridge (a ``DRPCServer``
+    serving the LocalDRPC's broker on ``host:port``, invocations side only, behind
+    ``token``), registered so results sent back to ``service_id`` go through it too.
+
+    A DRPC stream's coordinator fetches requests from it, and the last step of the
+    topology returns results to it, as they would to the LocalDRPC itself."""
+    from squall.drpc.client import DRPCInvocationsClient
+
+    client = DRPCInvocationsClient(host, port, token=token)
+    with _registry_lock:
+        _bridges[service_id] = client
+    return client

@@ -24,7 +24,8 @@ def invocations_for(
 
     Args:
         return_info: A request's ``return_info``: ``{"kind": "local", "service_id"}``
-            resolves to the :class:`LocalDRPC` of this process, ``{"kind": "http",
+            resolves to the :class:`LocalDRPC` of this process (or the bridge this
+            process reaches it through, in a worker process), ``{"kind": "http",
             "host", "port"}`` to a :class:`DRPCInvocationsClient` of that server's
             invocations port.
         conf: The topology's configuration: a server's client sends its
@@ -37,7 +38,7 @@ def invocations_for(
     """
     kind = return_info.get("kind")
     if kind == "local":
-        return LocalDRPC.lookup(str(return_info.get("service_id")))
+        return LocalDRPC.invocations(str(return_info.get("service_id")))
     if kind == "http":
         host, port = return_info.get("host"), return_info.get("port")
         if isinstance(host, str) and isinstance(port, int):

@@ -202,7 +202,8 @@ def build_gates(
     routes_of: dict[int, dict[str, StreamRoute]],
     capacity: int,
 ) -> dict[int, OutputGate]:
-    """An ``OutputGate`` for every task (see the module docstring for what it watches)."""
+    """An ``OutputGate`` for every task of ``routes_of`` (see the module docstring for
+    what it watches)."""
     components = watched_components(topology)
     watched = watched_targets(topology, plan)
     writers: dict[int, int] = {}
@@ -225,6 +226,8 @@ def build_gates(
             )
         }
         for task_id in task_ids:
+            if task_id not in routes_of:
+                continue  # run by another worker process
             routes = routes_of[task_id]
             gates[task_id] = OutputGate(
                 [inboxes[t] for t in targets],

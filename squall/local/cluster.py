@@ -1,12 +1,17 @@
-"""``LocalCluster``: the embedded engine, running topologies on threads in this process."""
+"""``LocalCluster``: the embedded engine, running topologies on this machine in worker
+processes or threads."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
+from squall.local.supervisor import ProcessTopology
 from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
@@ -15,13 +20,30 @@ from squall.runtime.coordination import MemoryCoordinationStore
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 
+#: The kinds of worker ``topology.worker.kind`` names.
+WORKER_KINDS = ("auto", "process", "thread")
 
-class LocalCluster(TopologyRegistry[RunningTopology]):
-    """Runs topologies in this process: Storm's local mode, and squall's default engine.
+Running = RunningTopology | ProcessTopology
+"""What the local engine runs a topology as: threads of this process, or processes."""
 
-    Each topology gets ``topology.workers`` worker threads (``rebalance`` changes how
-    many); a worker runs its tasks cooperatively (see :mod:`squall.local.worker`).
-    Tuples move through in-memory queues in batches; nothing is serialized.
+
+class LocalCluster(TopologyRegistry[Running]):
+    """Runs topologies on this machine: squall's default engine.
+
+    Each topology gets ``topology.workers`` workers (``rebalance`` changes how many);
+    a worker runs its tasks cooperatively (see :mod:`squall.local.worker`). What a
+    worker is, ``topology.worker.kind`` says:
+
+    * ``"process"``: a worker process of its own, as in Storm, supervised from this
+      process (see :mod:`squall.local.supervisor`): the topology uses as many cores as
+      it has workers. Tuples between workers travel in batches over Unix sockets.
+    * ``"thread"``: a thread of this process (Storm's local mode). Tuples move through
+      in-memory queues; nothing is serialized, and components share this process's
+      memory; Python runs one thread at a time, so the topology uses one core.
+    * ``"auto"`` (the default): processes when ``topology.workers`` is more than 1,
+      the cluster runs on the system clock and no ``emit_listener`` is given; else a
+      thread (one worker gains nothing from a process of its own; a manual clock and
+      a listener live in this process).
 
     Args:
         clock: where time comes from (message timeouts, tick tuples); tests pass a
@@ -36,6 +58,7 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         #: Transactional coordination state (txids, spout metadata) of topologies run
         #: without ``topology.transactional.state.dir``: it lives as long as the cluster.
         self.coordination_store = MemoryCoordinationStore()
+        self._coordination_dir: Path | None = None
 
     def submit_topology(
         self,
@@ -69,11 +92,16 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         conf = dict(conf or {})
         warn_unknown_keys(conf)
         _check_conf(conf)
+        processes = self._runs_processes(name, conf, emit_listener)
         with self._lock:
             self._claim(name)
-            running = RunningTopology(
-                name, conf, topology, self.clock, emit_listener, self.coordination_store
-            )
+            running: Running
+            if processes:
+                running = ProcessTopology(name, conf, topology, self._process_coordination_dir())
+            else:
+                running = RunningTopology(
+                    name, conf, topology, self.clock, emit_listener, self.coordination_store
+                )
             self._register(name, running)
         try:
             running.start(active=True)
@@ -81,6 +109,39 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
             with self._lock:
                 self._release(name)
             raise
+
+    def _runs_processes(
+        self, name: str, conf: dict[str, Any], emit_listener: EmitListener | None
+    ) -> bool:
+        """Whether ``name`` runs in worker processes (see ``topology.worker.kind``).
+
+        Raises:
+            InvalidTopologyError: processes are asked for where they cannot run.
+        """
+        kind = conf.get(Config.TOPOLOGY_WORKER_KIND, "auto")
+        real_clock = type(self.clock) is Clock
+        if kind == "process":
+            if not real_clock:
+                raise InvalidTopologyError(
+                    f"topology {name!r}: worker processes read the system clock, and this "
+                    f"cluster runs on a {type(self.clock).__name__}; run its workers as "
+                    'threads (topology.worker.kind = "thread")'
+                )
+            if emit_listener is not None:
+                raise InvalidTopologyError(
+                    f"topology {name!r}: an emit_listener runs in this process, so it "
+                    'needs worker threads (topology.worker.kind = "thread")'
+                )
+            return True
+        workers = int(conf.get(Config.TOPOLOGY_WORKERS) or 1)
+        return kind == "auto" and workers > 1 and real_clock and emit_listener is None
+
+    def _process_coordination_dir(self) -> Path:
+        """Where topologies in worker processes keep transactional coordination state
+        (the processes share it; it lives as long as the cluster)."""
+        if self._coordination_dir is None:
+            self._coordination_dir = Path(tempfile.mkdtemp(prefix="squall-coordination-"))
+        return self._coordination_dir
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
         """Deactivate ``name``, drain in-flight tuples, and shut it down.
@@ -182,7 +243,7 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         defaults (a copy)."""
         return dict(self._get(name).conf)
 
-    def get_running(self, name: str) -> RunningTopology:
+    def get_running(self, name: str) -> Running:
         """The engine's object for ``name`` (plan, tasks, workers): for tools and tests."""
         return self._get(name)
 
@@ -194,6 +255,9 @@ class LocalCluster(TopologyRegistry[RunningTopology]):
         """Kill every topology (without draining)."""
         for name in list(self._topologies):
             self.kill_topology(name, wait_secs=0)
+        if self._coordination_dir is not None:
+            shutil.rmtree(self._coordination_dir, ignore_errors=True)
+            self._coordination_dir = None
 
 
 def _check_conf(conf: dict[str, Any]) -> None:
@@ -211,6 +275,12 @@ def _check_conf(conf: dict[str, Any]) -> None:
             raise InvalidTopologyError(
                 f"configuration {key!r} must be an integer >= 1, got {value!r}"
             )
+    kind = conf.get(Config.TOPOLOGY_WORKER_KIND)
+    if kind is not None and kind not in WORKER_KINDS:
+        raise InvalidTopologyError(
+            f"configuration {Config.TOPOLOGY_WORKER_KIND!r} must be one of "
+            f"{', '.join(map(repr, WORKER_KINDS))}, got {kind!r}"
+        )
     ackers = conf.get(Config.TOPOLOGY_ACKER_EXECUTORS)
     if ackers is not None and (
         not isinstance(ackers, int) or isinstance(ackers, bool) or ackers < 0

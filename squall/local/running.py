@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from squall.local.backpressure import build_gates
+from squall.local.exchange import Exchange, report_on
 from squall.local.rebalance import (
     RebalanceRequest,
     refresh_local_routes,
@@ -19,6 +20,7 @@ from squall.local.rebalance import (
     tick_dues,
     with_parallelism,
 )
+from squall.local.scope import ProcessScope
 from squall.local.worker import TickSchedule, Worker
 from squall.model.config import Config, component_config, effective_config
 from squall.model.errors import InvalidTopologyError, SquallError
@@ -87,6 +89,7 @@ class RunningTopology:
         clock: Clock,
         emit_listener: EmitListener | None = None,
         coordination_store: Any = None,
+        process: ProcessScope | None = None,
     ) -> None:
         self.name = name
         self.conf = effective_config(conf)
@@ -108,9 +111,26 @@ class RunningTopology:
         self._killed = threading.Event()
         #: Acker messages sent by the ack buffers of workers a rebalance removed.
         self._retired_ack_messages = 0
+        #: In a worker process: the worker it runs, and how it reaches the others.
+        self.process = process
+        self.exchange: Exchange | None = None
+        if process is not None:
+            self.exchange = process.exchange(self.topology, self.plan, self.inboxes)
         self._build_runners(emit_listener)
         self._wire_backpressure()
+        if self.exchange is not None:
+            self.exchange.report = report_on({t: r.stats for t, r in self.runners.items()})
+            self.exchange.pending_of = {
+                task: _pending_of(runner)
+                for task, runner in self.runners.items()
+                if isinstance(runner, SpoutRunner)
+            }
         self.workers = self._build_workers()
+
+    def _runs_here(self, task_id: int) -> bool:
+        """Whether this process runs ``task_id`` (every task, unless it is a worker
+        process)."""
+        return self.process is None or self.plan.task_worker[task_id] == self.process.index
 
     def _build_runners(self, emit_listener: EmitListener | None) -> None:
         conf = self.conf
@@ -129,6 +149,8 @@ class RunningTopology:
             task_conf = component_config(conf, spec.conf)
             debug = bool(task_conf.get(Config.TOPOLOGY_DEBUG))
             for task_id in self.plan.component_tasks[spec.component_id]:
+                if not self._runs_here(task_id):
+                    continue
                 component = _instance_for_task(spec.component, spec.component_id)
                 context = TopologyContext(
                     self.topology,
@@ -195,7 +217,12 @@ class RunningTopology:
         """Give every task its output gate and every spout the bolts' queues to watch
         (both depend on tasks only, not on which worker runs them)."""
         high_water = int(self.conf[Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
-        bolt_inboxes = [r.inbox for r in self.runners.values() if not r.is_spout]
+        bolt_inboxes = [
+            self.inboxes[task]
+            for spec in self.topology
+            if not spec.is_spout
+            for task in self.plan.component_tasks[spec.component_id]
+        ]
 
         def backpressure() -> bool:
             return any(len(inbox) > high_water for inbox in bolt_inboxes)
@@ -224,6 +251,8 @@ class RunningTopology:
         idle_sleep = float(self.conf[Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS]) / 1000.0
         workers = []
         for index in range(self.plan.num_workers):
+            if self.process is not None and index != self.process.index:
+                continue
             runners = [r for t, r in self.runners.items() if self.plan.task_worker[t] == index]
             schedules: dict[tuple[float, float], TickSchedule] = {}
             for runner in runners:
@@ -245,6 +274,7 @@ class RunningTopology:
                     idle_sleep,
                     self.ack_buffers[index],
                     adopted,
+                    self.exchange,
                 )
             )
         return workers
@@ -485,6 +515,15 @@ class RunningTopology:
                 "executors": self.plan.component_executors(),
             },
         )
+
+
+def _pending_of(runner: SpoutRunner) -> Callable[[], int]:
+    collector = runner.collector
+
+    def pending() -> int:
+        return len(collector.pending) + len(collector.completed)
+
+    return pending
 
 
 def _no_action() -> None:

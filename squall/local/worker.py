@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.local.exchange import Exchange
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
 from squall.runtime.clock import Clock
@@ -69,6 +70,7 @@ class Worker:
         idle_sleep_secs: float,
         ack_buffer: AckBuffer,
         adopted: bool = False,
+        exchange: Exchange | None = None,
     ) -> None:
         self.name = name
         self.runners = runners
@@ -84,6 +86,8 @@ class Worker:
         self._stop_requested = False
         self._handing_over = False
         self._adopted = adopted
+        #: In a worker process: how tuples reach other workers' tasks, and come in.
+        self.exchange = exchange
         self._commands: deque[_Command] = deque()
         self._started: list[TaskRunner] = []
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -147,6 +151,8 @@ class Worker:
         finally:
             self._run_commands()
             self.ack_buffer.flush()
+            if self.exchange is not None:
+                self.exchange.turn(0)
             if not self._handing_over:
                 for runner in self._started:
                     runner.stop()
@@ -178,6 +184,7 @@ class Worker:
         limits = [SPOUT_BATCH if r.is_spout else BOLT_BATCH for r in runners]
         pairs = list(zip(runners, limits, strict=True))
         flush_acks = self.ack_buffer.flush
+        exchange = self.exchange
         next_sample = 0.0
         while not self._stop_requested:
             if self._commands:
@@ -189,6 +196,8 @@ class Worker:
             for runner, limit in pairs:
                 done += runner.run_batch(limit, now)
             flush_acks()
+            if exchange is not None:
+                done += exchange.turn(done)
             wall = time.monotonic()
             if wall >= next_sample:
                 next_sample = wall + 1.0
@@ -198,7 +207,14 @@ class Worker:
                 self.idle_rounds = 0
                 continue
             self.idle_rounds += 1
-            time.sleep(0 if self.idle_rounds < SPIN_ROUNDS else self.idle_sleep_secs)
+            if self.idle_rounds < SPIN_ROUNDS:
+                time.sleep(0)
+            elif exchange is None:
+                time.sleep(self.idle_sleep_secs)
+            else:
+                # Idle: say so on the board, and wake as soon as a peer sends.
+                exchange.mark_idle(self.is_idle() and exchange.idle())
+                exchange.links.wait(self.idle_sleep_secs)
 
     def _deliver_ticks(self, now: float) -> None:
         for schedule in self.ticks:

@@ -46,10 +46,20 @@ class Config(dict[str, Any]):
     TOPOLOGY_STATE_PROVIDER = "topology.state.provider"
     #: The provider's settings (a dict: directory, url or dsn, namespace).
     TOPOLOGY_STATE_PROVIDER_CONFIG = "topology.state.provider.config"
+    #: What a worker of the local engine is: ``"process"`` (a process of its own, as in
+    #: Storm), ``"thread"`` (a thread of the submitting process), or ``"auto"``:
+    #: processes when ``topology.workers`` > 1 on the system clock, else a thread.
+    TOPOLOGY_WORKER_KIND = "topology.worker.kind"
 
     def set_num_workers(self, workers: int) -> Config:
         """Number of workers the topology runs in (``topology.workers``)."""
         self[self.TOPOLOGY_WORKERS] = workers
+        return self
+
+    def set_worker_kind(self, kind: str) -> Config:
+        """Run the local engine's workers as ``"process"``es, ``"thread"``s, or choose
+        (``"auto"``, the default; see ``topology.worker.kind``)."""
+        self[self.TOPOLOGY_WORKER_KIND] = kind
         return self
 
     def set_num_ackers(self, ackers: int) -> Config:
@@ -103,6 +113,7 @@ DEFAULTS: dict[str, Any] = {
     Config.TOPOLOGY_SLEEP_SPOUT_WAIT_STRATEGY_TIME_MS: 1,
     Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS: 10,
     Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL: 5,
+    Config.TOPOLOGY_WORKER_KIND: "auto",
 }
 
 #: Keys a component's own configuration may override (Storm's list, plus tick tuples,

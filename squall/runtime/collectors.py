@@ -34,6 +34,15 @@ from squall.runtime.routing import StreamRoute
 
 _INIT_FIELDS = Fields("id", "ack_val", "spout_task")
 _ACK_FIELDS = Fields("id", "ack_val")
+_BULK_FIELDS = Fields("values")
+
+#: The streams an :class:`AckBuffer` sends on (as component ``__system``), with their
+#: fields.
+ACK_BUFFER_STREAMS: dict[str, Fields] = {
+    ACK_INIT_STREAM: _INIT_FIELDS,
+    ACK_ACK_STREAM: _ACK_FIELDS,
+    ACK_BULK_STREAM: _BULK_FIELDS,
+}
 
 Observer = Callable[[str, int, Sequence[Any], list[int]], None]
 """Called as ``observer(stream_id, task_id, values, targets)`` after every user emit."""
@@ -67,7 +76,7 @@ class AckBuffer:
         self._ackers = len(acker_tasks)
         self._init_info = StreamInfo(SYSTEM_COMPONENT, ACK_INIT_STREAM, _INIT_FIELDS)
         self._ack_info = StreamInfo(SYSTEM_COMPONENT, ACK_ACK_STREAM, _ACK_FIELDS)
-        self._bulk_info = StreamInfo(SYSTEM_COMPONENT, ACK_BULK_STREAM, Fields("values"))
+        self._bulk_info = StreamInfo(SYSTEM_COMPONENT, ACK_BULK_STREAM, _BULK_FIELDS)
         #: root id -> XOR of the values acked or initialised since the last flush.
         self.acks: dict[int, int] = {}
         #: root id -> spout task, for trees whose init is in ``acks``.

@@ -32,6 +32,14 @@ class ErrorInfo:
     traceback: str = ""
 
 
+@dataclass
+class RouteCounts:
+    """A stream's counts of one task, without the route (what a snapshot keeps)."""
+
+    emitted: int
+    transferred: int
+
+
 class TaskStats:
     """Counters of one task. Written only by the task's own thread."""
 
@@ -115,6 +123,25 @@ class TaskStats:
             text,
             f"\n{trace}" if trace else "",
         )
+
+    def snapshot(self) -> TaskStats:
+        """A copy of these counters that can be pickled (routes become their counts),
+        taken from any thread: for a process that reports another process's tasks."""
+        copy = TaskStats.__new__(TaskStats)
+        for name in TaskStats.__slots__:
+            setattr(copy, name, getattr(self, name))
+        for _ in range(100):  # the task's thread may append meanwhile: copy again
+            try:
+                copy.errors = deque(list(self.errors), maxlen=ERRORS_KEPT)
+                copy._capacity_samples = deque(list(self._capacity_samples))
+                copy.routes = {
+                    stream: RouteCounts(route.emitted, route.transferred)
+                    for stream, route in list(self.routes.items())
+                }
+                break
+            except RuntimeError:
+                continue
+        return copy
 
     def sample_capacity(self, now: float) -> None:
         """Remember (time, busy seconds) about once a second, for ``capacity``."""

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from squall.local.cluster import LocalCluster
+from squall.local.running import RunningTopology
 from squall.model.components import Spout
 from squall.model.errors import SquallError
 from squall.model.topology import ComponentSpec, StormTopology
@@ -116,6 +117,7 @@ def complete_topology(
     try:
         runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
         running = runner.get_running(name)
+        assert isinstance(running, RunningTopology)  # an emit listener runs on threads
         spouts = [r.component for r in running.runners.values() if isinstance(r.component, Spout)]
         deadline = time.monotonic() + timeout_secs
         while True:
