@@ -1,0 +1,301 @@
+"""The local engine's worker processes: where tasks run, supervision (a worker killed
+with SIGKILL comes back and its trees are replayed), stopping every process (also when
+the submitting process is killed), clear errors for what cannot be pickled, and
+backpressure and ``local_or_shuffle`` across workers.
+
+Observation goes through ``SharedRecord`` (file-backed once pickled), as on Spark."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, TopologyBuilder
+from squall.local.supervisor import ProcessTopology
+from squall.model.errors import InvalidTopologyError
+from squall.testing import SharedRecord
+from tests.helpers import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+PROCESSES = {Config.TOPOLOGY_WORKERS: 2, Config.TOPOLOGY_WORKER_KIND: "process"}
+
+
+def pid_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+class CountingSpout(Spout):
+    """Emits ids ``0..count-1`` with themselves as msg ids; replays a failed id."""
+
+    outputs = ["id"]
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.record = SharedRecord()
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.next = 0
+        self.replay: list[int] = []
+        self.record.append("open", (context.task_id, os.getpid()))
+
+    def next_tuple(self) -> None:
+        if self.replay:
+            msg_id = self.replay.pop(0)
+            self.collector.emit([msg_id], msg_id=msg_id)
+            return
+        if self.next < self.count:
+            self.collector.emit([self.next], msg_id=self.next)
+            self.next += 1
+
+    def ack(self, msg_id: Any) -> None:
+        self.record.append("ack", msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.record.append("fail", msg_id)
+        self.replay.append(msg_id)
+
+
+class WhereBolt(BasicBolt):
+    """Records which task and process executed each id."""
+
+    outputs: list[str] = []
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.task = context.task_id
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.record.append("seen", (tup[0], tup.source_task, self.task, os.getpid()))
+
+
+def spout_and_bolt(spout: Any, bolt: Any, grouping: str = "shuffle", spouts: int = 2) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout, spouts)
+    declarer = builder.set_bolt("where", bolt, 2)
+    if grouping == "shuffle":
+        declarer.shuffle_grouping("numbers")
+    else:
+        declarer.local_or_shuffle_grouping("numbers")
+    return builder.create_topology()
+
+
+def test_two_workers_run_their_tasks_in_two_processes_and_every_tree_is_acked(
+    cluster: LocalCluster,
+) -> None:
+    spout, bolt = CountingSpout(50), WhereBolt()
+    cluster.submit_topology("two", PROCESSES, spout_and_bolt(spout, bolt))
+    running = cluster.get_running("two")
+    assert isinstance(running, ProcessTopology)
+    wait_until(lambda: len(spout.record.get("ack")) == 100, timeout=20.0)
+    assert cluster.wait_idle("two", 10.0)
+    assert Counter(spout.record.get("ack")) == Counter({i: 2 for i in range(50)})
+    workers = {p.pid for p in running.processes()}
+    assert len(workers) == 2 and os.getpid() not in workers
+    bolt_pids = {pid for _, _, _, pid in bolt.record.get("seen")}
+    assert bolt_pids == workers
+    info = cluster.get_topology_info("two")
+    assert info.workers == 2
+    assert info.components["where"].executed == 100
+    assert info.components["numbers"].acked == 100
+    assert info.components["numbers"].emitted == 100
+    assert info.extra["worker_kind"] == "process"
+    assert sorted(w["pid"] for w in info.extra["worker_processes"]) == sorted(workers)
+    assert info.extra["transferred_between_workers"] > 0
+    cluster.kill_topology("two", wait_secs=0)
+    for pid in workers:
+        wait_until(lambda pid=pid: pid_gone(pid), timeout=10.0)  # type: ignore[misc]
+
+
+def test_local_or_shuffle_sends_to_the_emitting_tasks_worker(cluster: LocalCluster) -> None:
+    spout, bolt = CountingSpout(40), WhereBolt()
+    cluster.submit_topology("local", PROCESSES, spout_and_bolt(spout, bolt, "local"))
+    wait_until(lambda: len(bolt.record.get("seen")) == 80, timeout=20.0)
+    plan = cluster.get_running("local").plan
+    pairs = {(source, task) for _, source, task, _ in bolt.record.get("seen")}
+    assert len(pairs) == 2
+    assert all(plan.task_worker[source] == plan.task_worker[task] for source, task in pairs)
+
+
+class HoldOnceBolt(Bolt):
+    """Its task on worker 1 holds (never acks) what it gets in its first incarnation,
+    recording the ids; every other incarnation and task acks at once."""
+
+    outputs: list[str] = []
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.worker = context.worker
+        self.record.append("prepare", (self.worker, os.getpid()))
+        prepares = [w for w, _ in self.record.get("prepare") if w == self.worker]
+        self.holding = self.worker == 1 and len(prepares) == 1
+
+    def execute(self, tup: Any) -> None:
+        if self.holding:
+            self.record.append("held", tup[0])
+            return
+        self.collector.ack(tup)
+
+
+def test_a_sigkilled_worker_comes_back_and_its_trees_are_replayed(
+    cluster: LocalCluster,
+) -> None:
+    """The spout runs on worker 0; worker 1's bolt task holds some trees when worker 1
+    is killed: it is started again (its task prepared again), the held trees time out
+    at the spout, which replays them; every id is acked exactly once in the end."""
+    spout, bolt = CountingSpout(30), HoldOnceBolt()
+    conf = {**PROCESSES, Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 2}
+    cluster.submit_topology("crash", conf, spout_and_bolt(spout, bolt, spouts=1))
+    running = cluster.get_running("crash")
+    assert isinstance(running, ProcessTopology)
+    [spout_task] = running.plan.component_tasks["numbers"]
+    assert running.plan.task_worker[spout_task] == 0
+    wait_until(lambda: len(bolt.record.get("held")) >= 3, timeout=20.0)
+    holder = next(pid for worker, pid in bolt.record.get("prepare") if worker == 1)
+    os.kill(holder, signal.SIGKILL)
+    wait_until(lambda: sorted(spout.record.get("ack")) == list(range(30)), 30.0)
+    assert cluster.wait_idle("crash", 10.0)
+    assert sorted(spout.record.get("ack")) == list(range(30))  # each exactly once
+    held = set(bolt.record.get("held"))
+    failed = set(spout.record.get("fail"))
+    assert held and held <= failed
+    prepares = [pid for worker, pid in bolt.record.get("prepare") if worker == 1]
+    assert len(prepares) == 2 and prepares[0] == holder and prepares[1] != holder
+    info = cluster.get_topology_info("crash")
+    restarted = [w for w in info.extra["worker_processes"] if w["restarts"]]
+    assert [w["restarts"] for w in restarted] == [1]
+    assert restarted[0]["pid"] == prepares[1]
+    assert info.components["numbers"].timed_out >= len(held)
+
+
+def test_no_worker_process_outlives_a_sigkilled_submitter(tmp_path: Path) -> None:
+    script = tmp_path / "submitter.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            from squall import LocalCluster, Config
+            from tests.test_local_processes import CountingSpout, WhereBolt, spout_and_bolt
+
+            cluster = LocalCluster()
+            cluster.submit_topology(
+                "orphans",
+                {Config.TOPOLOGY_WORKERS: 2, Config.TOPOLOGY_WORKER_KIND: "process"},
+                spout_and_bolt(CountingSpout(10), WhereBolt()),
+            )
+            pids = [p.pid for p in cluster.get_running("orphans").processes()]
+            print(" ".join(map(str, pids)), flush=True)
+            time.sleep(120)
+            """
+        )
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        pids = [int(pid) for pid in child.stdout.readline().split()]
+        assert len(pids) == 2 and all(not pid_gone(pid) for pid in pids)
+        child.kill()
+        child.wait(10)
+        for pid in pids:
+            wait_until(lambda pid=pid: pid_gone(pid), timeout=15.0)  # type: ignore[misc]
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+
+
+class LockedBolt(BasicBolt):
+    outputs: list[str] = []
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        """Never runs."""
+
+
+def test_a_component_that_cannot_be_pickled_is_named_with_its_attribute(
+    cluster: LocalCluster,
+) -> None:
+    with pytest.raises(
+        InvalidTopologyError,
+        match=r"component 'where' cannot be sent to a worker process: where\.guard \(lock",
+    ):
+        cluster.submit_topology("locked", PROCESSES, spout_and_bolt(CountingSpout(1), LockedBolt()))
+    assert cluster.topology_names() == []
+
+
+class FastSpout(Spout):
+    outputs = ["n"]
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.collector.emit([self.n])
+
+
+class SlowBolt(BasicBolt):
+    outputs: list[str] = []
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        time.sleep(0.0005)
+
+
+def test_a_slow_bolt_on_another_worker_holds_the_spout_back(cluster: LocalCluster) -> None:
+    """The spout runs on worker 0 and the bolt on worker 1: the bolt's queue stays
+    bounded by the receive buffer while the spout emits far more than it holds."""
+    buffer = 200
+    builder = TopologyBuilder()
+    builder.set_spout("fast", FastSpout(), 1)
+    builder.set_bolt("slow", SlowBolt(), 1).shuffle_grouping("fast")
+    conf = {
+        **PROCESSES,
+        Config.TOPOLOGY_ACKER_EXECUTORS: 0,
+        Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: buffer,
+    }
+    cluster.submit_topology("pressure", conf, builder.create_topology())
+    plan = cluster.get_running("pressure").plan
+    [spout_task], [bolt_task] = plan.component_tasks["fast"], plan.component_tasks["slow"]
+    assert plan.task_worker[spout_task] != plan.task_worker[bolt_task]
+    deepest = 0
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:
+        info = cluster.get_topology_info("pressure")
+        deepest = max(deepest, info.extra["queued"])
+        if info.components["slow"].executed > 4 * buffer:
+            break
+        time.sleep(0.01)
+    info = cluster.get_topology_info("pressure")
+    assert info.components["slow"].executed > 4 * buffer
+    assert info.components["fast"].emitted > 4 * buffer
+    assert deepest <= 2 * buffer
+    assert info.components["fast"].emitted - info.components["slow"].executed <= 2 * buffer
