@@ -191,9 +191,12 @@ class LocalCluster(TopologyRegistry[Running]):
         component runs in 1 to its task count executors; arguments left out keep what
         there is (neither: the same layout, dealt again).
 
-        Every task keeps its component object, state, queue, pending tuple trees and
-        counters (nothing is closed or opened again); see
-        :mod:`squall.local.rebalance`. Afterwards ``get_topology_info(name).workers``,
+        On thread workers every task keeps its component object, state, queue,
+        pending tuple trees and counters (nothing is closed or opened again; see
+        :mod:`squall.local.rebalance`). On worker processes, as in Storm, the workers
+        stop (their tasks ``close``/``cleanup``) and the new ones start (``open``/
+        ``prepare`` again); trees pending at the stop are replayed by reliable spouts.
+        Afterwards ``get_topology_info(name).workers``,
         ``.extra["executors"]`` (component id -> executors, system components
         included), ``get_topology_conf(name)["topology.workers"]`` and the parallelism
         hints of ``get_topology(name)`` report the new layout (the submitted topology

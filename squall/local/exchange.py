@@ -294,7 +294,9 @@ class Exchange:
         """``peer`` died: what was in flight to it is gone."""
         self._connected.discard(peer)
         self._zero_sent(peer)
-        logger.warning(
+        # Debug only: a worker that dies is reported by its supervisor, and workers
+        # stopping with their topology end their connections too.
+        logger.debug(
             "worker %d: the connection to worker %d ended (it stopped or died); tuples "
             "in flight to it are lost and their trees will time out",
             self.me,

@@ -38,6 +38,18 @@ def find_unpicklable(value: Any, path: str, depth: int = 0) -> str | None:
     return f"{path} ({type(value).__name__}; {reason})"
 
 
+def _made_in_memory(module: Any) -> bool:
+    """Whether ``module`` was made at run time (no file, no import spec: code executed
+    from a string), so no other process can import it."""
+    return (
+        module is not None
+        and getattr(module, "__file__", None) is None
+        and getattr(module, "__spec__", None) is None
+        and module.__name__ not in sys.builtin_module_names
+        and module.__name__ not in ("__main__", "builtins")
+    )
+
+
 def _user_modules(value: Any, found: dict[str, Any], seen: set[int], depth: int = 0) -> None:
     """Collect the modules of user code reachable from ``value`` (classes and functions
     defined outside installed packages and squall)."""
@@ -47,6 +59,9 @@ def _user_modules(value: Any, found: dict[str, Any], seen: set[int], depth: int 
     for candidate in (value, type(value)):
         module = sys.modules.get(getattr(candidate, "__module__", "") or "")
         path = getattr(module, "__file__", None) or ""
+        if _made_in_memory(module):
+            found[module.__name__] = module  # type: ignore[union-attr]
+            continue
         if (
             module is not None
             and path
