@@ -452,15 +452,7 @@ class RunningTopology:
     def wait_idle(self, timeout_secs: float, pending_too: bool = True) -> bool:
         """Wait until ``is_idle`` (or, without ``pending_too``, ``is_drained``) holds twice
         in a row; False on timeout."""
-        check = self.is_idle if pending_too else self.is_drained
-        deadline = time.monotonic() + timeout_secs
-        while time.monotonic() < deadline:
-            if check():
-                time.sleep(0.002)
-                if check():
-                    return True
-            time.sleep(0.002)
-        return False
+        return holds_twice(self.is_idle if pending_too else self.is_drained, timeout_secs, 0.002)
 
     def kill(self, wait_secs: float) -> None:
         """Deactivate, let queued tuples drain (up to ``wait_secs``), then stop every
@@ -515,6 +507,19 @@ class RunningTopology:
                 "executors": self.plan.component_executors(),
             },
         )
+
+
+def holds_twice(check: Callable[[], bool], timeout_secs: float, pause_secs: float) -> bool:
+    """Poll ``check`` every ``pause_secs`` until it holds twice in a row (True), or
+    ``timeout_secs`` pass (False)."""
+    deadline = time.monotonic() + timeout_secs
+    while time.monotonic() < deadline:
+        if check():
+            time.sleep(pause_secs)
+            if check():
+                return True
+        time.sleep(pause_secs)
+    return False
 
 
 def _pending_of(runner: SpoutRunner) -> Callable[[], int]:

@@ -41,6 +41,7 @@ from squall.drpc.local import LocalDRPC, bridged_local_drpc
 from squall.local import workerprocess
 from squall.local.board import Board
 from squall.local.rebalance import RebalanceRequest
+from squall.local.running import holds_twice
 from squall.local.workerprocess import WorkerReport, WorkerSpec
 from squall.model.config import Config, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
@@ -543,15 +544,7 @@ class ProcessTopology:
     def wait_idle(self, timeout_secs: float, pending_too: bool = True) -> bool:
         """Wait until ``is_idle`` (or, without ``pending_too``, ``is_drained``) holds twice
         in a row; False on timeout."""
-        check = self.is_idle if pending_too else self.is_drained
-        deadline = time.monotonic() + timeout_secs
-        while time.monotonic() < deadline:
-            if check():
-                time.sleep(0.005)
-                if check():
-                    return True
-            time.sleep(0.005)
-        return False
+        return holds_twice(self.is_idle if pending_too else self.is_drained, timeout_secs, 0.005)
 
     def reports(self) -> list[WorkerReport]:
         """Every running worker process's figures."""
