@@ -181,7 +181,8 @@ def run_until(
     """Submit, wait until ``bolt`` executed ``expected`` tuples and ``spout`` acked
     ``trees`` trees (0 without acking); return the elapsed time and final figures."""
     with LocalCluster() as cluster:
-        warm_fork_server(cluster)
+        if conf[Config.TOPOLOGY_WORKER_KIND] == "process":
+            warm_fork_server(cluster)
         started = time.perf_counter()
         cluster.submit_topology("bench", conf, topology)
         while True:
@@ -211,6 +212,7 @@ def base_conf(kind: str, workers: int, acking: bool) -> Config:
 
 
 def child_cpu(params: dict[str, Any]) -> dict[str, Any]:
+    """One run of the CPU-bound topology (in a subprocess of its own)."""
     workers, tuples, acking = params["workers"], params["tuples"], params["acking"]
     conf = base_conf(params["kind"], workers, acking)
     topology = cpu_topology(workers, tuples, params["loops"], acking)
@@ -220,6 +222,7 @@ def child_cpu(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_wordcount(params: dict[str, Any]) -> dict[str, Any]:
+    """One run of the word count in worker processes (in a subprocess of its own)."""
     sentences, acking = params["sentences"], params["acking"]
     words = sentences * WORDS_PER_SENTENCE
     conf = base_conf("process", params["workers"], acking)
@@ -231,12 +234,14 @@ def child_wordcount(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def in_subprocess(part: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run ``child_<part>(params)`` in a fresh interpreter; its result."""
     command = [sys.executable, __file__, "--child", part, "--params", json.dumps(params)]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return dict(json.loads(output.strip().splitlines()[-1]))
 
 
 def median(runs: list[dict[str, Any]], key: str) -> float:
+    """The median of ``key`` over ``runs``."""
     return float(statistics.median(run[key] for run in runs))
 
 
@@ -269,12 +274,14 @@ def measure_cpu(runs: int, tuples: int, work_us: float, acking: bool) -> dict[st
 
 
 def wordcount_figures(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of one word count configuration's runs."""
     return {
         "words_per_sec": round(median(done, "words_per_sec")),
         "executions_per_sec": round(median(done, "executions_per_sec")),
         "runs": [round(r["words_per_sec"]) for r in done],
         "worker_cpu_secs": round(median(done, "worker_cpu_secs"), 2),
         "crossed": round(median(done, "crossed")),
+        "acker_executed": round(statistics.median(r["components"].get("__acker", 0) for r in done)),
     }
 
 
@@ -386,6 +393,7 @@ def bytewax_python() -> Path:
 
 
 def free_ports(count: int) -> list[int]:
+    """``count`` loopback ports free at the time of the call."""
     sockets = [socket.socket() for _ in range(count)]
     for sock in sockets:
         sock.bind(("127.0.0.1", 0))
@@ -429,6 +437,7 @@ def bytewax_run(
 
 
 def bytewax_version(python: Path) -> str:
+    """The installed Bytewax's version."""
     command = [str(python), "-c", "import importlib.metadata as m; print(m.version('bytewax'))"]
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
