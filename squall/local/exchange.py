@@ -99,10 +99,6 @@ class RemoteInbox(list[Tuple]):
         in_flight = slots[self._sent] - slots[self._consumed]
         return list.__len__(self) + slots[self._depth] + (in_flight if in_flight > 0 else 0)
 
-    def held(self) -> int:
-        """Tuples held here, not sent yet."""
-        return list.__len__(self)
-
 
 class Exchange:
     """Sends what this worker holds for its peers and takes in what they sent.

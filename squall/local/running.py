@@ -18,11 +18,11 @@ from squall.local.rebalance import (
     refresh_local_routes,
     task_collectors,
     tick_dues,
-    with_parallelism,
 )
 from squall.local.scope import ProcessScope
+from squall.local.submission import SubmittedTopology
 from squall.local.worker import TickSchedule, Worker
-from squall.model.config import Config, component_config, effective_config
+from squall.model.config import Config, component_config
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
@@ -37,11 +37,9 @@ from squall.runtime.collectors import (
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
-from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.routing import build_routes
-from squall.runtime.system import system_topology, validate_submission
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
-from squall.state.wiring import check_checkpointing, spout_checkpointing, with_checkpointing
+from squall.state.wiring import spout_checkpointing
 
 logger = logging.getLogger("squall")
 
@@ -74,7 +72,7 @@ def _execution_order(topology: StormTopology, runners: list[TaskRunner]) -> list
     return sorted(runners, key=key)
 
 
-class RunningTopology:
+class RunningTopology(SubmittedTopology):
     """Builds live tasks from a topology and runs them on worker threads.
 
     Control calls (``activate``, ``deactivate``, ``rebalance``, ``kill``) take turns:
@@ -91,14 +89,7 @@ class RunningTopology:
         coordination_store: Any = None,
         process: ProcessScope | None = None,
     ) -> None:
-        self.name = name
-        self.conf = effective_config(conf)
-        self.conf[Config.TOPOLOGY_NAME] = name
-        self.user_topology = topology
-        validate_submission(topology, self.conf)
-        check_checkpointing(topology, self.conf)
-        self.topology = system_topology(with_checkpointing(topology, self.conf), self.conf)
-        self.plan: TaskPlan = build_plan(self.topology, self.conf)
+        super().__init__(name, conf, topology)
         self.clock = clock
         self.coordination_store = coordination_store
         self.started_at = time.monotonic()
@@ -423,14 +414,6 @@ class RunningTopology:
         kept = buffers[:num_workers]
         kept.extend(AckBuffer(self.inboxes, acker_tasks) for _ in range(num_workers - len(kept)))
         self.ack_buffers = kept
-
-    def _record_layout(self, num_workers: int, executors: Mapping[str, int]) -> None:
-        """What the topology runs with after a rebalance, where users read it: its
-        configuration's ``topology.workers`` and its components' parallelism hints."""
-        self.conf[Config.TOPOLOGY_WORKERS] = num_workers
-        for component_id, count in executors.items():
-            self.topology.get_component(component_id).parallelism = count
-        self.user_topology = with_parallelism(self.user_topology, executors)
 
     def is_drained(self) -> bool:
         """No tuple queued anywhere, no ack buffered, every worker idle."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from squall.local.board import Board
@@ -22,13 +21,11 @@ class ProcessScope:
 
     Attributes:
         index: the worker this process runs.
-        directory: the topology's directory (sockets, board).
         board: the shared counters.
         links: this worker's connections (its listening socket is open).
     """
 
     index: int
-    directory: Path
     board: Board
     links: Links
 

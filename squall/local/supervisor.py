@@ -31,7 +31,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -42,16 +42,14 @@ from squall.local import workerprocess
 from squall.local.board import Board
 from squall.local.rebalance import RebalanceRequest
 from squall.local.running import holds_twice
+from squall.local.submission import SubmittedTopology
 from squall.local.workerprocess import WorkerReport, WorkerSpec
-from squall.model.config import Config, effective_config
+from squall.model.config import Config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime import codepickle
 from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
-from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.shipping import check_picklable, pickle_by_value
-from squall.runtime.system import system_topology, validate_submission
-from squall.state.wiring import check_checkpointing, with_checkpointing
 
 logger = logging.getLogger("squall")
 
@@ -192,7 +190,7 @@ def _exit_reason(code: int | None) -> str:
     return f"exited with code {code}"
 
 
-class ProcessTopology:
+class ProcessTopology(SubmittedTopology):
     """A topology running in worker processes, supervised from this process.
 
     Offers what :class:`~squall.local.running.RunningTopology` offers the cluster
@@ -218,14 +216,7 @@ class ProcessTopology:
         topology: StormTopology,
         coordination_dir: Path,
     ) -> None:
-        self.name = name
-        self.conf = effective_config(conf)
-        self.conf[Config.TOPOLOGY_NAME] = name
-        self.user_topology = topology
-        validate_submission(topology, self.conf)
-        check_checkpointing(topology, self.conf)
-        self.topology = system_topology(with_checkpointing(topology, self.conf), self.conf)
-        self.plan: TaskPlan = build_plan(self.topology, self.conf)
+        super().__init__(name, conf, topology)
         for spec in topology:
             check_picklable(spec.component, spec.component_id, DESTINATION)
         pickle_by_value(topology)
@@ -463,14 +454,6 @@ class ProcessTopology:
                 raise SquallError(
                     f"topology {self.name!r} could not start again after its rebalance: {exc}"
                 ) from exc
-
-    def _record_layout(self, num_workers: int, executors: Mapping[str, int]) -> None:
-        from squall.local.rebalance import with_parallelism
-
-        self.conf[Config.TOPOLOGY_WORKERS] = num_workers
-        for component_id, count in executors.items():
-            self.topology.get_component(component_id).parallelism = count
-        self.user_topology = with_parallelism(self.user_topology, executors)
 
     def kill(self, wait_secs: float) -> None:
         """Deactivate, let queued tuples drain (up to ``wait_secs``), then stop every

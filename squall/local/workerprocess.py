@@ -100,7 +100,7 @@ def main(payload: bytes, index: int, control: Connection) -> None:
             spec.conf,
             spec.topology,
             SYSTEM_CLOCK,
-            process=ProcessScope(index, directory, board, links),
+            process=ProcessScope(index, board, links),
         )
     except BaseException as exc:
         control.send(("failed", _describe(exc), _picklable_cause(exc)))
