@@ -299,3 +299,33 @@ def test_a_slow_bolt_on_another_worker_holds_the_spout_back(cluster: LocalCluste
     assert info.components["fast"].emitted > 4 * buffer
     assert deepest <= 2 * buffer
     assert info.components["fast"].emitted - info.components["slow"].executed <= 2 * buffer
+
+
+def test_an_unknown_worker_kind_is_refused_naming_the_choices(cluster: LocalCluster) -> None:
+    with pytest.raises(
+        InvalidTopologyError,
+        match=r"'topology.worker.kind' must be one of 'auto', 'process', 'thread', got 'fork'",
+    ):
+        cluster.submit_topology(
+            "fork",
+            {Config.TOPOLOGY_WORKER_KIND: "fork"},
+            spout_and_bolt(CountingSpout(1), WhereBolt()),
+        )
+    assert cluster.topology_names() == []
+
+
+def test_processes_are_refused_where_they_cannot_follow_the_submitter(
+    manual_cluster: LocalCluster, cluster: LocalCluster
+) -> None:
+    """A manual clock and an emit listener live in the submitting process: asking for
+    processes with either is an error naming the way out; ``auto`` runs threads."""
+    topology = spout_and_bolt(CountingSpout(1), WhereBolt())
+    with pytest.raises(InvalidTopologyError, match=r"ManualClock; run its workers as threads"):
+        manual_cluster.submit_topology("manual", PROCESSES, topology)
+    with pytest.raises(InvalidTopologyError, match=r"emit_listener runs in this process"):
+        cluster.submit_topology("listened", PROCESSES, topology, emit_listener=print)
+    auto = {Config.TOPOLOGY_WORKERS: 2}
+    manual_cluster.submit_topology("manual", auto, topology)
+    assert not isinstance(manual_cluster.get_running("manual"), ProcessTopology)
+    cluster.submit_topology("auto", auto, topology)
+    assert isinstance(cluster.get_running("auto"), ProcessTopology)
