@@ -20,9 +20,13 @@ from typing import Any
 
 import pytest
 
-from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, TopologyBuilder
+from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, StatefulBolt, TopologyBuilder
 from squall.local.supervisor import ProcessTopology
 from squall.model.errors import InvalidTopologyError
+from squall.state import KeyValueState
+from squall.state.codec import decode
+from squall.state.executors import state_namespace
+from squall.state.providers import provider_for
 from squall.testing import SharedRecord
 from tests.helpers import wait_until
 
@@ -186,6 +190,86 @@ def test_a_sigkilled_worker_comes_back_and_its_trees_are_replayed(
     assert [w["restarts"] for w in restarted] == [1]
     assert restarted[0]["pid"] == prepares[1]
     assert info.components["numbers"].timed_out >= len(held)
+
+
+class PacedSpout(CountingSpout):
+    """As :class:`CountingSpout`, one new id per ``pause`` seconds at most."""
+
+    def __init__(self, count: int, pause: float) -> None:
+        super().__init__(count)
+        self.pause = pause
+
+    def next_tuple(self) -> None:
+        if not self.replay and self.next < self.count:
+            time.sleep(self.pause)
+        super().next_tuple()
+
+
+class SeenCount(StatefulBolt):
+    """Counts, in its state, how often it executed each id; records each ``init_state``
+    with its worker and process."""
+
+    outputs: list[str] = []
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.worker = context.worker
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.seen = state
+        self.record.append("init_state", (self.worker, os.getpid()))
+
+    def execute(self, tup: Any) -> None:
+        self.seen.put(tup[0], self.seen.get(tup[0], 0) + 1)
+        self.collector.ack(tup)
+
+
+def test_a_stateful_bolt_whose_worker_is_sigkilled_gets_its_state_back(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The worker without the checkpoint spout is killed while its stateful task counts:
+    the restarted task fails the next prepare, the recovery ends with INITSTATE, and the
+    task gets its committed state back and counts on; every id is acked and is in the
+    committed state (at least once: acks the dead task held until a commit are lost, so
+    their trees are replayed)."""
+    count = 400
+    spout, counter = PacedSpout(count, 0.004), SeenCount()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout, 1)
+    builder.set_bolt("count", counter, 2).shuffle_grouping("numbers")
+    conf = {
+        **PROCESSES,
+        Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 2,
+        Config.TOPOLOGY_STATE_CHECKPOINT_INTERVAL: 50,
+        Config.TOPOLOGY_STATE_PROVIDER: "sqlite",
+        Config.TOPOLOGY_STATE_PROVIDER_CONFIG: {"directory": str(tmp_path)},
+    }
+    cluster.submit_topology("stateful", conf, builder.create_topology())
+    plan = cluster.get_running("stateful").plan
+    [checkpointer] = plan.component_tasks["$checkpointspout"]
+    victim = 1 - plan.task_worker[checkpointer]
+    assert victim in {plan.task_worker[task] for task in plan.component_tasks["count"]}
+    wait_until(lambda: len(counter.record.get("init_state")) == 2, timeout=20.0)
+    wait_until(lambda: len(set(spout.record.get("ack"))) >= 40, timeout=20.0)
+    [(_, pid)] = [entry for entry in counter.record.get("init_state") if entry[0] == victim]
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: set(spout.record.get("ack")) == set(range(count)), timeout=60.0)
+    inits = [entry for entry in counter.record.get("init_state") if entry[0] == victim]
+    assert len(inits) == 2 and inits[1][1] != pid
+    cluster.kill_topology("stateful", wait_secs=0)
+    committed: dict[int, int] = {}
+    provider = provider_for(conf, "stateful")
+    for index in range(2):
+        store = provider.make_store(state_namespace("count", index))
+        try:
+            committed.update((decode(key), decode(value)) for key, value in store.items())
+        finally:
+            store.close()
+    assert set(committed) == set(range(count))
+    assert all(seen >= 1 for seen in committed.values())
 
 
 def test_no_worker_process_outlives_a_sigkilled_submitter(tmp_path: Path) -> None:

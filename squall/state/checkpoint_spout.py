@@ -120,10 +120,16 @@ class CheckpointSpout(Spout):
 
     def fail(self, msg_id: Any) -> None:
         """An action failed or timed out: a prepare is rolled back, anything else is sent
-        again, after a pause."""
+        again, after a pause; then ``INITSTATE`` is sent again.
+
+        A failure may mean that a task was started again (its worker process died) and
+        waits for its state: the recovery ends with ``INITSTATE``, which a task that
+        has its state already ignores.
+        """
         if msg_id != self._in_flight:
             return
         self._in_flight = None
+        self.recovering = True
         _, action, _ = msg_id
         self._next = Action.ROLLBACK if action is Action.PREPARE else action
         self._not_before = self._clock.now_ms() + min(self.interval_ms, _RETRY_MS)

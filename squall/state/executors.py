@@ -327,6 +327,20 @@ class CheckpointedBolt(WrappedBolt):
         if not complete:
             return
         txid, seq = tup[0], tup[2]
+        if action is Action.PREPARE and not self._ready:
+            # Started again without its state (its worker died): the failed prepare
+            # makes the checkpoint spout recover, which ends with INITSTATE.
+            for received in complete:
+                out.fail(received)
+        else:
+            self._act_and_pass_on(txid, action, seq, complete)
+        for held in alignment.release():
+            self._run_released(held)
+
+    def _act_and_pass_on(self, txid: int, action: Action, seq: int, complete: list[Tuple]) -> None:
+        """Do the action, then pass the checkpoint tuple on, anchored to every sender's,
+        and ack those; a failed action fails them."""
+        out = self._out
         try:
             self.act(txid, action)
         except Exception as error:
@@ -337,8 +351,6 @@ class CheckpointedBolt(WrappedBolt):
             out.emit([txid, action.value, seq], complete, CHECKPOINT_STREAM)
             for received in complete:
                 out.ack(received)
-        for held in alignment.release():
-            self._run_released(held)
 
     def act(self, txid: int, action: Action) -> None:
         """Do ``action`` for transaction ``txid`` (every sender's checkpoint tuple has

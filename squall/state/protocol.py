@@ -18,6 +18,9 @@ checkpoint tuple or it timed out) is undone by ``ROLLBACK``; a failed ``COMMIT``
 Recovery, when the topology starts: a transaction left ``PREPARING`` is rolled back
 (some bolts may not have prepared it), one left ``COMMITTING`` is committed (some bolts
 may have committed it already); then ``INITSTATE`` hands every stateful bolt its state.
+Any failed action is followed by the same recovery, ending with ``INITSTATE``: a task
+started again in a new worker process waits for its state (it fails every ``PREPARE``
+until then), and a task that has its state ignores another ``INITSTATE``.
 """
 
 from __future__ import annotations

@@ -11,11 +11,13 @@ spout's tuples. On each it:
   prepared for ``t`` hold the whole effect of these trees, unless a bolt reports a tree
   it cannot vouch for (one it failed, or holds unacked).
 * ``COMMIT(t)``/``ROLLBACK(t)``: commits or drops that record.
-* ``INITSTATE(t)``, at start: reads the record committed for ``t`` and the trees every
-  bolt task excluded, and from then on skips the message ids of the other trees when
-  the spout emits them again (a restarted reliable spout replays what it had in
-  flight): a skipped message is acked to the spout at once and reaches no bolt. The
-  spout emits nothing before this.
+* ``INITSTATE(t)``, at start and after any failed checkpoint: reads the record
+  committed for ``t`` and the trees every bolt task excluded, and from then on skips
+  the message ids of the other trees when the spout emits them again (a restarted
+  reliable spout replays what it had in flight): a skipped message is acked to the
+  spout at once and reaches no bolt. The spout emits nothing before this, and fails a
+  ``PREPARE`` that comes first (a task started again in a new worker process), so that
+  the recovery ends with ``INITSTATE``. A task that has it already ignores it.
 
 Skipped ids are kept until the spout emits them again, for at most twice the message
 timeout after the start. Message ids must be storable (:mod:`squall.state.codec`);
@@ -106,6 +108,11 @@ class SpoutCheckpointer:
         fails it."""
         txid, action, seq = tup.values
         out = self._out
+        if action == Action.PREPARE.value and not self._initialized:
+            # Started again (its worker died) before INITSTATE: the failed prepare makes
+            # the checkpoint spout recover, which ends with INITSTATE.
+            out.fail(tup)
+            return
         try:
             self._act(txid, Action(action))
         except Exception as error:
