@@ -12,6 +12,8 @@ from squall.model.fields import Fields
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, StreamInfo
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
+    ACK_BULK_STREAM,
+    ACK_DONE_STREAM,
     ACK_FAIL_STREAM,
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
@@ -98,6 +100,7 @@ def test_acker_declares_direct_answer_streams() -> None:
         ACK_ACK_STREAM: (Fields("id"), True),
         ACK_FAIL_STREAM: (Fields("id"), True),
         ACK_RESET_TIMEOUT_STREAM: (Fields("id"), True),
+        ACK_DONE_STREAM: (Fields("ids"), True),
     }
 
 
@@ -285,7 +288,7 @@ class Tree:
     """spout "s" -> bolt "a" -> bolt "b" -> bolt "c", with real routes, collectors and
     one ack buffer, as a worker has."""
 
-    def __init__(self) -> None:
+    def __init__(self, bulk_to: str = "none") -> None:
         builder = TopologyBuilder()
         builder.set_spout("s", Words())
         builder.set_bolt("a", Split()).shuffle_grouping("s")
@@ -296,7 +299,8 @@ class Tree:
         plan = build_plan(topology, conf)
         self.outboxes: list[list[Tuple]] = [[] for _ in range(plan.max_task_id + 1)]
         self.acker_tasks = plan.component_tasks[ACKER_COMPONENT]
-        self.buffer = AckBuffer(self.outboxes, self.acker_tasks)
+        bulk = {"none": [], "first": self.acker_tasks[:1], "all": self.acker_tasks}[bulk_to]
+        self.buffer = AckBuffer(self.outboxes, self.acker_tasks, frozenset(bulk))
         (self.s_task,) = plan.component_tasks["s"]
         (self.a_task,) = plan.component_tasks["a"]
         (self.b_task,) = plan.component_tasks["b"]
@@ -372,11 +376,26 @@ def root_ids(tup: Tuple) -> set[int]:
     return set(roots[::2])
 
 
+def per_root(messages: list[Tuple]) -> list[tuple[int, int, int | None]]:
+    """``(root, value, spout task of an init or None)`` of every message, a bulk
+    message's roots one by one."""
+    items: list[tuple[int, int, int | None]] = []
+    for message in messages:
+        if message.source_stream == ACK_BULK_STREAM:
+            acks, inits = message.values
+            items += [(root, value, inits.get(root)) for root, value in acks.items()]
+        elif message.source_stream == ACK_INIT_STREAM:
+            items.append((message.values[0], message.values[1], message.values[2]))
+        else:
+            assert message.source_stream == ACK_ACK_STREAM
+            items.append((message.values[0], message.values[1], None))
+    return items
+
+
 def xor_per_root(messages: list[Tuple]) -> dict[int, int]:
     values: dict[int, list[int]] = {}
-    for message in messages:
-        assert message.source_stream in (ACK_INIT_STREAM, ACK_ACK_STREAM)
-        values.setdefault(message.values[0], []).append(message.values[1])
+    for root, value, _ in per_root(messages):
+        values.setdefault(root, []).append(value)
     return {root: reduce(xor, vals, 0) for root, vals in values.items()}
 
 
@@ -427,7 +446,7 @@ def run_tree(
     if skip_ack != "input2":
         tree.bolt_a.ack(in2)
     messages += tree.acker_messages()
-    inits = sorted(m.values[0] for m in messages if m.source_stream == ACK_INIT_STREAM)
+    inits = sorted(root for root, _, spout_task in per_root(messages) if spout_task is not None)
     assert inits == sorted([root1, root2])
     return {root1: 0, root2: 0} | xor_per_root(messages), messages, [root1, root2]
 
@@ -472,14 +491,24 @@ def test_messages_go_to_the_acker_task_chosen_by_root() -> None:
             assert message.values[0] % len(tree.acker_tasks) == index
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["per-root", "bulk"])
 @pytest.mark.parametrize("skipped", [None, "child", "multi", "grandchild", "input1", "input2"])
-def test_acker_fed_with_collector_messages_acks_exactly_complete_trees(skipped) -> None:
-    tree = Tree()
+def test_acker_fed_with_collector_messages_acks_exactly_complete_trees(skipped, bulk) -> None:
+    """Also when the ackers take a bulk message per flush (ackers in another worker
+    process): they answer trees completed by one with one ``__ack_done`` message."""
+    tree = Tree(bulk_to="all" if bulk else "none")
     _, messages, roots = run_tree(tree, skip_ack=skipped)
+    streams = {m.source_stream for m in messages}
+    assert streams == ({ACK_BULK_STREAM} if bulk else {ACK_INIT_STREAM, ACK_ACK_STREAM})
     bolt, out = AckerBolt(), RecordingCollector()
     bolt.prepare({}, None, out)
     for message in messages:
         bolt.execute(message)
+    out.sent = [
+        (task, [root], ACK_ACK_STREAM)
+        for task, values, stream in out.sent
+        for root in (values[0] if stream == ACK_DONE_STREAM else values)
+    ]
     complete = {
         None: roots,
         "child": roots[1:],
@@ -489,6 +518,36 @@ def test_acker_fed_with_collector_messages_acks_exactly_complete_trees(skipped) 
         "input2": roots[:1],
     }[skipped]
     assert sorted(out.sent) == sorted((tree.s_task, [r], ACK_ACK_STREAM) for r in complete)
+
+
+def test_a_flush_sends_one_bulk_message_per_acker_that_takes_them() -> None:
+    tree = Tree(bulk_to="first")
+    for index in range(40):
+        tree.spout.emit([f"s{index}"], msg_id=index)
+    tree.buffer.flush()
+    bulk_acker, other_acker = tree.acker_tasks
+    [bulk] = tree.outboxes[bulk_acker]
+    acks, inits = bulk.values
+    assert bulk.source_stream == ACK_BULK_STREAM
+    assert set(acks) == set(inits) and all(root % 2 == 0 for root in acks)
+    assert set(inits.values()) == {tree.s_task}
+    singles = tree.outboxes[other_acker]
+    assert {m.source_stream for m in singles} == {ACK_INIT_STREAM}
+    assert len(acks) + len(singles) == 40
+    assert tree.buffer.messages_sent == 1 + len(singles)
+
+
+def test_a_spout_preferring_an_acker_chooses_roots_it_tracks() -> None:
+    tree = Tree()
+    preferred = tree.acker_tasks[1]
+    tree.spout.prefer_ackers([preferred])
+    for index in range(50):
+        tree.spout.emit([f"s{index}"], msg_id=index)
+    tree.buffer.flush()
+    assert tree.outboxes[tree.acker_tasks[0]] == []
+    assert len(tree.outboxes[preferred]) == 50
+    roots = [m.values[0] for m in tree.outboxes[preferred]]
+    assert len(set(roots)) == 50 and all(0 <= root < 2**64 for root in roots)
 
 
 def test_bolt_fail_sends_a_fail_per_root_to_the_acker() -> None:

@@ -131,8 +131,11 @@ class RunningTopology(SubmittedTopology):
         timeout_ms = (
             float(conf[Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000.0 if timeouts else None
         )
+        # In a worker process, the ackers of other workers take bulk messages.
+        remote_ackers = frozenset(task for task in acker_tasks if not self._runs_here(task))
         self.ack_buffers = [
-            AckBuffer(self.inboxes, acker_tasks) for _ in range(self.plan.num_workers)
+            AckBuffer(self.inboxes, acker_tasks, remote_ackers)
+            for _ in range(self.plan.num_workers)
         ]
         throttle = float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS])
         max_errors = int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL])
@@ -176,6 +179,8 @@ class RunningTopology(SubmittedTopology):
                         int(max_pending) if max_pending and tracking else None,
                         timeout_ms,
                     )
+                    if remote_ackers:  # a worker process: its trees' ackers in it
+                        runner.collector.prefer_ackers(set(acker_tasks) - remote_ackers)
                     runner.checkpointing = spout_checkpointing(
                         self.topology, spec, component, runner.collector, wiring, context, conf
                     )

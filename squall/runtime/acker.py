@@ -24,9 +24,10 @@ ACK_INIT_STREAM = "__ack_init"
 ACK_ACK_STREAM = "__ack_ack"
 ACK_FAIL_STREAM = "__ack_fail"
 ACK_RESET_TIMEOUT_STREAM = "__ack_reset_timeout"
-#: Many acks in one message, ``[{root: value}]`` (a stateful bolt's acks released at a
-#: commit), and the roots of the trees they completed, ``[[root, ...]]`` (direct to the
-#: spout task). Used only in topologies with stateful bolts.
+#: Many acks and inits in one message, ``[{root: value}, {root: spout task}]`` (a
+#: stateful bolt's acks released at a commit; a worker's acks and inits for an acker in
+#: another worker process), and the roots of the trees they completed,
+#: ``[[root, ...]]`` (direct to the spout task).
 ACK_BULK_STREAM = "__ack_bulk"
 ACK_DONE_STREAM = "__ack_done"
 
@@ -100,7 +101,7 @@ class AckerBolt(Bolt):
                 self.collector.emit_direct(entry[1], [root], stream=ACK_RESET_TIMEOUT_STREAM)
             return
         elif stream == ACK_BULK_STREAM:
-            self._bulk(values[0])
+            self._bulk(values[0], values[1])
             return
         elif is_tick_tuple(tup):
             self._expire()
@@ -118,24 +119,33 @@ class AckerBolt(Bolt):
         else:
             pending[root] = (value, spout_task, generation, failed)
 
-    def _bulk(self, acks: dict[int, int]) -> None:
-        """Apply many acks; tell each spout task in one message which trees completed."""
+    def _bulk(self, acks: dict[int, int], inits: dict[int, int]) -> None:
+        """Apply many acks and inits (``inits``: root -> spout task, for roots whose
+        init's value is in ``acks``); tell each spout task in one message which trees
+        completed."""
         pending = self.pending
         done: dict[int, list[int]] = {}
+        spout_task: int | None
         for root, acked in acks.items():
             entry = pending.get(root)
+            init_task = inits.get(root) if inits else None
             if entry is None:
-                pending[root] = (acked, None, self.generation, False)
-                continue
-            value, spout_task, generation, failed = entry
-            value ^= acked
+                if init_task is None:
+                    pending[root] = (acked, None, self.generation, False)
+                    continue
+                value, spout_task, generation, failed = acked, init_task, self.generation, False
+            else:
+                value, spout_task, generation, failed = entry
+                value ^= acked
+                if init_task is not None:
+                    spout_task = init_task
             if spout_task is None:
                 pending[root] = (value, spout_task, generation, failed)
             elif failed:
-                del pending[root]
+                pending.pop(root, None)
                 self.collector.emit_direct(spout_task, [root], stream=ACK_FAIL_STREAM)
             elif value == 0:
-                del pending[root]
+                pending.pop(root, None)
                 roots = done.get(spout_task)
                 if roots is None:
                     done[spout_task] = [root]

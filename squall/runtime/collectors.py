@@ -34,7 +34,7 @@ from squall.runtime.routing import StreamRoute
 
 _INIT_FIELDS = Fields("id", "ack_val", "spout_task")
 _ACK_FIELDS = Fields("id", "ack_val")
-_BULK_FIELDS = Fields("values")
+_BULK_FIELDS = Fields("acks", "inits")
 
 #: The streams an :class:`AckBuffer` sends on (as component ``__system``), with their
 #: fields.
@@ -56,6 +56,13 @@ class AckBuffer:
     message had been sent alone, with far fewer messages: a tree created and completed
     within one round costs one message, the init carrying the combined value (zero).
     Fails and timeout resets are not buffered.
+
+    Args:
+        outboxes: indexed by task id, as in :class:`TaskWiring`.
+        acker_tasks: the ``__acker`` task ids.
+        bulk_to: acker tasks that get one ``__ack_bulk`` message per flush, carrying
+            every root's value and init, instead of a message per root: those in other
+            worker processes, where each message crosses between processes.
     """
 
     __slots__ = (
@@ -63,6 +70,7 @@ class AckBuffer:
         "_acker_tasks",
         "_ackers",
         "_bulk_info",
+        "_bulk_to",
         "_init_info",
         "_outboxes",
         "acks",
@@ -70,10 +78,16 @@ class AckBuffer:
         "messages_sent",
     )
 
-    def __init__(self, outboxes: Sequence[Any], acker_tasks: list[int]) -> None:
+    def __init__(
+        self,
+        outboxes: Sequence[Any],
+        acker_tasks: list[int],
+        bulk_to: frozenset[int] = frozenset(),
+    ) -> None:
         self._outboxes = outboxes
         self._acker_tasks = acker_tasks
         self._ackers = len(acker_tasks)
+        self._bulk_to = bulk_to
         self._init_info = StreamInfo(SYSTEM_COMPONENT, ACK_INIT_STREAM, _INIT_FIELDS)
         self._ack_info = StreamInfo(SYSTEM_COMPONENT, ACK_ACK_STREAM, _ACK_FIELDS)
         self._bulk_info = StreamInfo(SYSTEM_COMPONENT, ACK_BULK_STREAM, _BULK_FIELDS)
@@ -88,6 +102,9 @@ class AckBuffer:
         """Send one message per root id with a pending value. Called on the owning thread."""
         acks = self.acks
         if not acks:
+            return
+        if self._bulk_to:
+            self._flush_in_bulk()
             return
         outboxes, ackers, acker_tasks = self._outboxes, self._ackers, self._acker_tasks
         inits = self.inits
@@ -110,6 +127,42 @@ class AckBuffer:
         acks.clear()
         self.messages_sent += sent
 
+    def _flush_in_bulk(self) -> None:
+        """``flush`` when some ackers take bulk messages: those get one message each,
+        ``[{root: value}, {root: spout task}]``; the others one message per root."""
+        acks, inits = self.acks, self.inits
+        outboxes, ackers, acker_tasks = self._outboxes, self._ackers, self._acker_tasks
+        bulk_to = self._bulk_to
+        parts: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
+        sent = 0
+        init_info, ack_info = self._init_info, self._ack_info
+        for root, value in acks.items():
+            task = acker_tasks[root % ackers]
+            spout_task = inits.get(root)
+            if task in bulk_to:
+                part = parts.get(task)
+                if part is None:
+                    part = parts[task] = ({}, {})
+                if spout_task is not None:
+                    part[1][root] = spout_task
+                elif not value:
+                    continue
+                part[0][root] = value
+            elif spout_task is not None:
+                sent += 1
+                outboxes[task].append(Tuple([root, value, spout_task], init_info, SYSTEM_TASK_ID))
+            elif value:
+                sent += 1
+                outboxes[task].append(Tuple([root, value], ack_info, SYSTEM_TASK_ID))
+        acks.clear()
+        inits.clear()
+        info = self._bulk_info
+        for task, (values, spout_tasks) in parts.items():
+            if values:
+                sent += 1
+                outboxes[task].append(Tuple([values, spout_tasks], info, SYSTEM_TASK_ID))
+        self.messages_sent += sent
+
     def send_bulk(self, acks: dict[int, int]) -> None:
         """Send ``acks`` (root id -> value) now, one message per acker task: for many
         acks at once (a stateful bolt's, released at a commit). Called on the owning
@@ -127,7 +180,7 @@ class AckBuffer:
                 else:
                     part[root] = value
         for task, part in parts.items():
-            self._outboxes[task].append(Tuple([part], self._bulk_info, SYSTEM_TASK_ID))
+            self._outboxes[task].append(Tuple([part, {}], self._bulk_info, SYSTEM_TASK_ID))
         self.messages_sent += len(parts)
 
 
@@ -505,6 +558,17 @@ class SpoutOutputCollector(_Emitter):
         #: effect is already held by committed states): called with each emit's msg id,
         #: True skips the emit (the id is acked to the spout at once).
         self.skip_emit: Callable[[Any], bool] | None = None
+        #: Positions in the acker tasks of those root ids are chosen among (see
+        #: ``prefer_ackers``); empty: any.
+        self._near_ackers: tuple[int, ...] = ()
+
+    def prefer_ackers(self, acker_tasks: Iterable[int]) -> None:
+        """Choose root ids whose acker task is one of ``acker_tasks`` from now on (those
+        in this task's worker process: its inits and the completions then stay in the
+        process). Root ids stay random in every other bit. Called before the task
+        runs."""
+        near = set(acker_tasks)
+        self._near_ackers = tuple(i for i, task in enumerate(self._acker_tasks) if task in near)
 
     def emit(
         self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM
@@ -552,7 +616,12 @@ class SpoutOutputCollector(_Emitter):
         elif not targets:
             self.completed.append(msg_id)
         else:
-            root = getrandbits(64)
+            near = self._near_ackers
+            if near:
+                root = getrandbits(63)
+                root += near[root % len(near)] - root % self._ackers
+            else:
+                root = getrandbits(64)
             ack_val = 0
             info = route.info
             for target in targets:

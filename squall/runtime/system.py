@@ -51,7 +51,6 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         return _carrying_ir(StormTopology(components), topology)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
     acker_inputs = []
-    checkpointed = any(CHECKPOINT_STREAM in spec.streams for spec in components.values())
     for spec in components.values():
         if spec.is_spout:
             spec.streams[ACK_INIT_STREAM] = StreamDeclaration(
@@ -59,7 +58,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
             )
             acker_inputs.append(Subscription(spec.component_id, ACK_INIT_STREAM, by_root))
             streams = (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
-            for stream in (*streams, ACK_DONE_STREAM) if checkpointed else streams:
+            for stream in (*streams, ACK_DONE_STREAM):
                 spec.inputs.append(
                     Subscription(ACKER_COMPONENT, stream, Grouping(GroupingKind.DIRECT))
                 )
@@ -83,10 +82,8 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         stream: StreamDeclaration(stream, _ROOT_FIELDS, direct=True)
         for stream in (ACK_ACK_STREAM, ACK_FAIL_STREAM, ACK_RESET_TIMEOUT_STREAM)
     }
-    if checkpointed:  # stateful bolts release held-back acks in bulk at each commit
-        acker_streams[ACK_DONE_STREAM] = StreamDeclaration(
-            ACK_DONE_STREAM, Fields("ids"), direct=True
-        )
+    # Trees completed by one bulk message (see AckBuffer and stateful bolts' commits).
+    acker_streams[ACK_DONE_STREAM] = StreamDeclaration(ACK_DONE_STREAM, Fields("ids"), direct=True)
     components[ACKER_COMPONENT] = ComponentSpec(
         ACKER_COMPONENT,
         AckerBolt(),
