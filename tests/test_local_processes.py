@@ -192,6 +192,38 @@ def test_a_sigkilled_worker_comes_back_and_its_trees_are_replayed(
     assert info.components["numbers"].timed_out >= len(held)
 
 
+#: Changed by :class:`RememberingBolt` in the process that runs it.
+REMEMBERED: list[int] = []
+
+
+class RememberingBolt(BasicBolt):
+    """Appends each id to the module-level :data:`REMEMBERED` and to a shared record."""
+
+    outputs: list[str] = []
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        REMEMBERED.append(tup[0])
+        self.record.append("remembered", (tup[0], len(REMEMBERED)))
+
+
+def test_objects_of_the_submitting_process_are_not_shared_with_workers(
+    cluster: LocalCluster,
+) -> None:
+    """A module-level list a task changes is changed in its worker's copy only (what the
+    conformance cases skipped on this engine read, such as a MemoryMapState)."""
+    spout, bolt = CountingSpout(20), RememberingBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout, 1)
+    builder.set_bolt("remember", bolt, 1).shuffle_grouping("numbers")
+    cluster.submit_topology("copies", PROCESSES, builder.create_topology())
+    wait_until(lambda: sorted(spout.record.get("ack")) == list(range(20)), timeout=20.0)
+    assert sorted(bolt.record.get("remembered")) == [(n, n + 1) for n in range(20)]
+    assert REMEMBERED == []
+
+
 class PacedSpout(CountingSpout):
     """As :class:`CountingSpout`, one new id per ``pause`` seconds at most."""
 
