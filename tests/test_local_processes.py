@@ -367,6 +367,58 @@ def test_a_component_that_cannot_be_pickled_is_named_with_its_attribute(
     assert cluster.topology_names() == []
 
 
+class OnceSpout(Spout):
+    """Emits ids ``0..9`` once each (msg id: the id); id 3's value is a lock, which
+    cannot be pickled."""
+
+    outputs = ["id"]
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.next = 0
+
+    def next_tuple(self) -> None:
+        if self.next < 10:
+            value = threading.Lock() if self.next == 3 else self.next
+            self.collector.emit([value], msg_id=self.next)
+            self.next += 1
+
+    def ack(self, msg_id: Any) -> None:
+        self.record.append("ack", msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.record.append("fail", msg_id)
+
+
+def test_a_tuple_that_cannot_reach_another_worker_is_dropped_and_reported(
+    cluster: LocalCluster,
+) -> None:
+    """The spout (worker 0) emits to the bolt (worker 1) a tuple holding a lock: only
+    that tuple is dropped, the error names the component, the stream and the type, and
+    its tree times out; the tuples sent with it arrive."""
+    spout, bolt = OnceSpout(), WhereBolt()
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", spout, 1)
+    builder.set_bolt("where", bolt, 1).shuffle_grouping("numbers")
+    conf = {**PROCESSES, Config.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 1}
+    cluster.submit_topology("unsendable", conf, builder.create_topology())
+    plan = cluster.get_running("unsendable").plan
+    [spout_task], [bolt_task] = plan.component_tasks["numbers"], plan.component_tasks["where"]
+    assert plan.task_worker[spout_task] != plan.task_worker[bolt_task]
+    wait_until(lambda: spout.record.get("fail") == [3], timeout=20.0)
+    assert sorted(spout.record.get("ack")) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    assert sorted(seen[0] for seen in bolt.record.get("seen")) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    [error] = cluster.get_topology_info("unsendable").components["numbers"].errors
+    assert (
+        "component 'numbers' emitted on stream 'default' to task "
+        f"{bolt_task} of another worker process a tuple that cannot be sent there: "
+        "a value of type _thread.lock cannot be sent"
+    ) in error.error
+
+
 class FastSpout(Spout):
     outputs = ["n"]
 

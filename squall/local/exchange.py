@@ -8,11 +8,12 @@ that peer's tasks into one frame (:mod:`squall.local.codec`) and sends it
 (:mod:`squall.local.transport`); the peer decodes the frame into tuples on its tasks'
 queues. Tuples from one task to another keep their order.
 
-A tuple travels as ``stream number, source task, anchors, values`` after its target
-task's id and count: the
-stream number indexes a :class:`StreamTable` every worker builds alike from the
+A frame holds, for each target task, the task's id and then its tuples in five
+columns (lists of one entry per tuple): stream numbers, source tasks, anchors, values.
+The stream number indexes a :class:`StreamTable` every worker builds alike from the
 topology, so the receiving task's tuple has the stream's names and fields as if it had
-been emitted in its own process.
+been emitted in its own process. Columns let both ends work a list at a time (the
+receiver builds a task's tuples with one ``map``).
 
 Backpressure: the length of a remote inbox is what the worker holds for the task,
 plus the task's queue at its own worker, plus what this worker sent that the task's
@@ -41,10 +42,10 @@ from squall.runtime.plan import TaskPlan
 
 logger = logging.getLogger("squall")
 
-#: Fields per tuple in a frame. A frame is a flat list: for each target task, the task
-#: id, how many tuples follow, then each tuple as ``stream number, source task,
-#: anchors, values``.
-ENTRY = 4
+#: Entries per target task in a frame (a flat list): the task id, then its tuples'
+#: stream numbers, source tasks, anchors (a list of root and edge ids, or None) and
+#: values, each a list with one entry per tuple.
+GROUP = 5
 
 
 class StreamTable:
@@ -225,17 +226,14 @@ class Exchange:
             held = list.__len__(inbox)
             if not held:
                 continue
-            task = inbox.task
-            entries += (task, held)
-            for tup in inbox:
-                roots = tup._roots
-                entries += (
-                    number(tup._info),
-                    tup.source_task,
-                    list(roots) if roots else None,
-                    tup.values,
-                )
-            counts.append((task, held))
+            entries += (
+                inbox.task,
+                [number(tup._info) for tup in inbox],
+                [tup.source_task for tup in inbox],
+                [list(roots) if (roots := tup._roots) else None for tup in inbox],
+                [tup.values for tup in inbox],
+            )
+            counts.append((inbox.task, held))
             inbox.clear()
         try:
             frame = encode(entries)
@@ -254,30 +252,25 @@ class Exchange:
         spout replays it)."""
         kept: list[Any] = []
         counts: list[tuple[int, int]] = []
-        at = 0
-        while at < len(entries):
-            task, held = entries[at], entries[at + 1]
-            at += 2
-            group: list[Any] = []
-            for _ in range(held):
-                entry = entries[at : at + ENTRY]
-                at += ENTRY
+        for at in range(0, len(entries), GROUP):
+            task, *columns = entries[at : at + GROUP]
+            rows = []
+            for row in zip(*columns, strict=True):
                 try:
-                    encode(entry)
+                    encode(row)
                 except UnsendableValueError as exc:
-                    info = self.table.infos[entry[0]]
+                    info = self.table.infos[row[0]]
                     error = UnsendableValueError(
                         f"component {info.component_id!r} emitted on stream "
                         f"{info.stream_id!r} to task {task} of another worker process a "
                         f"tuple that cannot be sent there: {exc}"
                     )
-                    self.report(entry[1], error)
+                    self.report(row[1], error)
                     continue
-                group += entry
-            if group:
-                count = len(group) // ENTRY
-                kept += (task, count, *group)
-                counts.append((task, count))
+                rows.append(row)
+            if rows:
+                kept += (task, *(list(column) for column in zip(*rows, strict=True)))
+                counts.append((task, len(rows)))
         return encode(kept), counts
 
     def _zero_sent(self, peer: int) -> None:
@@ -306,18 +299,12 @@ class Exchange:
     ) -> int:
         entries: Sequence[Any] = decode(frame)
         inboxes = self.inboxes
-        infos = self.table.infos
+        stream_info = self.table.infos.__getitem__
         taken = 0
-        at = 0
-        end = len(entries)
-        while at < end:
-            task, held = entries[at], entries[at + 1]
-            at += 2
-            append = inboxes[task].append
-            stop = at + held * ENTRY
-            while at < stop:
-                append(Tuple(entries[at + 3], infos[entries[at]], entries[at + 1], entries[at + 2]))
-                at += ENTRY
+        for at in range(0, len(entries), GROUP):
+            task, numbers, sources, anchors, values = entries[at : at + GROUP]
+            inboxes[task].extend(map(Tuple, values, map(stream_info, numbers), sources, anchors))
+            held = len(values)
             taken += held
             if newest:
                 key = (sender, task)
