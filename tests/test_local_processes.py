@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, StatefulBolt, TopologyBuilder
+from squall.local.scratch import OWNER_FILE
 from squall.local.supervisor import ProcessTopology
 from squall.model.errors import InvalidTopologyError
 from squall.state import KeyValueState
@@ -304,7 +306,19 @@ def test_a_stateful_bolt_whose_worker_is_sigkilled_gets_its_state_back(
     assert all(seen >= 1 for seen in committed.values())
 
 
-def test_no_worker_process_outlives_a_sigkilled_submitter(tmp_path: Path) -> None:
+def owner_of(directory: Path) -> int | None:
+    """The pid in ``directory``'s owner file (None without one)."""
+    try:
+        return int((directory / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def test_no_worker_process_outlives_a_sigkilled_submitter(
+    tmp_path: Path, cluster: LocalCluster
+) -> None:
+    """The workers stop with the submitter; its directories (sockets and board,
+    coordination state) are removed by the next topology submitted in processes."""
     script = tmp_path / "submitter.py"
     script.write_text(
         textwrap.dedent(
@@ -341,6 +355,12 @@ def test_no_worker_process_outlives_a_sigkilled_submitter(tmp_path: Path) -> Non
         child.wait(10)
         for pid in pids:
             wait_until(lambda pid=pid: pid_gone(pid), timeout=15.0)  # type: ignore[misc]
+        bases = {Path("/dev/shm"), Path(tempfile.gettempdir())}
+        left = [d for base in bases for d in base.glob("squall-*") if owner_of(d) == child.pid]
+        assert len(left) == 2
+        topology = spout_and_bolt(CountingSpout(1), WhereBolt())
+        cluster.submit_topology("next", PROCESSES, topology)
+        assert not any(directory.exists() for directory in left)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)

@@ -4,13 +4,13 @@ processes or threads."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
+from squall.local.scratch import owned_directory
 from squall.local.supervisor import ProcessTopology
 from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
@@ -22,6 +22,9 @@ from squall.runtime.registry import TopologyRegistry
 
 #: The kinds of worker ``topology.worker.kind`` names.
 WORKER_KINDS = ("auto", "process", "thread")
+#: The prefix of the directories of transactional coordination state that topologies in
+#: worker processes share (one per cluster).
+COORDINATION_PREFIX = "squall-coordination-"
 
 Running = RunningTopology | ProcessTopology
 """What the local engine runs a topology as: threads of this process, or processes."""
@@ -138,9 +141,10 @@ class LocalCluster(TopologyRegistry[Running]):
 
     def _process_coordination_dir(self) -> Path:
         """Where topologies in worker processes keep transactional coordination state
-        (the processes share it; it lives as long as the cluster)."""
+        (the processes share it; it lives as long as the cluster, and the next cluster
+        removes it if this process is killed before)."""
         if self._coordination_dir is None:
-            self._coordination_dir = Path(tempfile.mkdtemp(prefix="squall-coordination-"))
+            self._coordination_dir = owned_directory(COORDINATION_PREFIX)
         return self._coordination_dir
 
     def kill_topology(self, name: str, wait_secs: float | None = None) -> None:

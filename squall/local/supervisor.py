@@ -42,6 +42,7 @@ from squall.local import workerprocess
 from squall.local.board import Board
 from squall.local.rebalance import RebalanceRequest
 from squall.local.running import holds_twice
+from squall.local.scratch import owned_directory
 from squall.local.submission import SubmittedTopology
 from squall.local.workerprocess import WorkerReport, WorkerSpec
 from squall.model.config import Config
@@ -95,31 +96,10 @@ DIRECTORY_PREFIX = "squall-workers-"
 
 def _topology_directory() -> Path:
     """A new directory for a topology's sockets and board: in memory (``/dev/shm``)
-    where there is one. It names its supervising process (file ``owner``); the
-    directories of supervisors that are gone (killed without cleaning up) are removed
-    first."""
+    where there is one, owned by this process (see :mod:`squall.local.scratch`)."""
     shm = "/dev/shm"
     base = Path(shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir())
-    _remove_abandoned(base)
-    directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX, dir=base))
-    (directory / "owner").write_text(str(os.getpid()))
-    return directory
-
-
-def _remove_abandoned(base: Path) -> None:
-    """Remove the topology directories under ``base`` whose supervising process is
-    gone."""
-    for directory in base.glob(f"{DIRECTORY_PREFIX}*"):
-        try:
-            owner = int((directory / "owner").read_text())
-        except (OSError, ValueError):
-            continue  # being made, or not ours
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(directory, ignore_errors=True)
-        except PermissionError:
-            continue  # another user's process: alive
+    return owned_directory(DIRECTORY_PREFIX, base)
 
 
 class _Handle:
