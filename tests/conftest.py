@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -175,15 +176,20 @@ def spark() -> Iterator[object]:
     one takes seconds."""
     from squall.spark.runtime.session import get_session
 
+    # Spark's scratch space (spark-*, blockmgr-*, artifacts-*, native libraries) goes to
+    # a directory of the run, removed at its end, not to the system's /tmp.
+    scratch = tempfile.mkdtemp(prefix="squall-spark-tests-")
     session = get_session(
         "local[2, 4]",
         {
             "spark.sql.shuffle.partitions": "2",
-            "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
+            "spark.local.dir": scratch,
+            "spark.driver.extraJavaOptions": f"{TEST_JAVA_OPTIONS} -Djava.io.tmpdir={scratch}",
         },
     )
     yield session
     session.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 #: The engines a conformance test runs on: the ``engine`` fixture's parameters. ``local``
