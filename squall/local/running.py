@@ -36,7 +36,7 @@ from squall.runtime.collectors import (
 )
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import ReportsMetrics, implements
-from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
+from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.routing import build_routes
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.state.wiring import spout_checkpointing
@@ -468,17 +468,13 @@ class RunningTopology(SubmittedTopology):
     def info(self) -> TopologyInfo:
         """A metrics snapshot of every component."""
         now = time.monotonic()
-        components = {}
-        for component_id, tasks in self.plan.component_tasks.items():
-            stats = [self.runners[t].stats for t in tasks]
-            kind = self.topology.get_component(component_id).kind
-            summary = summarize(component_id, kind, stats, now)
-            for task in tasks:
-                component = self.runners[task].component
-                if implements(component, ReportsMetrics):
-                    for key, value in component.metrics().items():
-                        summary.custom[key] = summary.custom.get(key, 0) + value
-            components[component_id] = summary
+        runners = self.runners
+
+        def custom_of(task: int) -> Mapping[str, float]:
+            component = runners[task].component
+            return component.metrics() if implements(component, ReportsMetrics) else {}
+
+        components = self._summaries(lambda _, task: runners[task].stats, custom_of, now)
         return TopologyInfo(
             name=self.name,
             status=self.status,

@@ -49,7 +49,7 @@ from squall.model.config import Config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime import codepickle
-from squall.runtime.metrics import TaskStats, TopologyInfo, summarize
+from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.shipping import check_picklable, pickle_by_value
 
 logger = logging.getLogger("squall")
@@ -528,15 +528,11 @@ class ProcessTopology(SubmittedTopology):
         for report in reports:
             stats.update(report.stats)
             custom.update(report.custom)
-        components = {}
-        for component_id, tasks in self.plan.component_tasks.items():
-            task_stats = [stats.get(task) or TaskStats(component_id, task) for task in tasks]
-            kind = self.topology.get_component(component_id).kind
-            summary = summarize(component_id, kind, task_stats, now)
-            for task in tasks:
-                for key, value in custom.get(task, {}).items():
-                    summary.custom[key] = summary.custom.get(key, 0) + value
-            components[component_id] = summary
+        components = self._summaries(
+            lambda component_id, task: stats.get(task) or TaskStats(component_id, task),
+            lambda task: custom.get(task, {}),
+            now,
+        )
         return TopologyInfo(
             name=self.name,
             status=self.status,
