@@ -580,3 +580,57 @@ def test_user_code_cannot_declare_the_system_stream() -> None:
     assert error_of(builder) == (
         "component 's': stream id '__system' starts with '__', which is reserved for system streams"
     )
+
+
+# -- Storm's argument order: the stream id comes last in squall ---------------------------
+
+
+def test_fields_passed_where_the_stream_id_belongs_names_both() -> None:
+    # Storm's fieldsGrouping("s", "default", new Fields("word")), translated positionally.
+    declarer = TopologyBuilder().set_bolt("b", PassBolt())
+    with pytest.raises(InvalidTopologyError) as caught:
+        declarer.fields_grouping("s", "default", Fields("word"))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert message.startswith("bolt 'b': fields_grouping('s', ...) got Fields('word') as its")
+    assert "stream id and ['default'] as its fields" in message
+    assert "fields_grouping(component, fields, stream=...)" in message
+
+
+def test_partial_key_grouping_with_storm_order_of_plain_strings() -> None:
+    declarer = TopologyBuilder().set_bolt("b", PassBolt())
+    with pytest.raises(InvalidTopologyError) as caught:
+        declarer.partial_key_grouping("s", "words", ["word"])  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "partial_key_grouping('s', ...) got ['word'] as its stream id" in message
+    assert "['words'] as its fields" in message
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "shuffle_grouping",
+        "all_grouping",
+        "global_grouping",
+        "none_grouping",
+        "direct_grouping",
+        "local_or_shuffle_grouping",
+    ],
+)
+def test_fields_as_the_stream_of_other_groupings(method: str) -> None:
+    declarer = TopologyBuilder().set_bolt("b", PassBolt())
+    with pytest.raises(InvalidTopologyError) as caught:
+        getattr(declarer, method)("s", Fields("word"))
+    assert str(caught.value) == (
+        f"bolt 'b': {method}('s', ...) got Fields('word') as its stream id; a stream id "
+        f"is a string: {method}(component, stream=...)"
+    )
+
+
+def test_custom_grouping_in_storm_order_says_which_comes_first() -> None:
+    declarer = TopologyBuilder().set_bolt("b", PassBolt())
+    with pytest.raises(InvalidTopologyError) as caught:
+        declarer.custom_grouping("s", "default", FirstTask())  # type: ignore[arg-type]
+    assert "custom_grouping(component, grouping, stream=...)" in str(caught.value)
+    with pytest.raises(InvalidTopologyError) as caught:
+        declarer.custom_grouping("s", FirstTask(), Fields("word"))  # type: ignore[arg-type]
+    assert "got Fields('word') as its stream id" in str(caught.value)

@@ -56,6 +56,8 @@ class BoltDeclarer(ComponentDeclarer):
     """Declarer for a bolt: adds the grouping methods that subscribe it to streams."""
 
     def _subscribe(self, component: str, stream: str, grouping: Grouping) -> BoltDeclarer:
+        if not isinstance(stream, str):
+            raise InvalidTopologyError(_stream_id_error(self._spec, component, stream, grouping))
         self._spec.inputs.append(Subscription(component, stream, grouping))
         return self
 
@@ -107,10 +109,40 @@ class BoltDeclarer(ComponentDeclarer):
         """Tuples go where ``grouping.choose_tasks`` says."""
         if not isinstance(grouping, CustomStreamGrouping):
             raise InvalidTopologyError(
-                f"bolt {self._spec.component_id!r}: custom_grouping needs a "
-                f"CustomStreamGrouping, got {type(grouping).__name__}"
+                f"bolt {self._spec.component_id!r}: custom_grouping({component!r}, ...) "
+                f"needs a CustomStreamGrouping, got {type(grouping).__name__}; squall "
+                f"takes the grouping before the stream: custom_grouping(component, "
+                f"grouping, stream=...)"
             )
         return self._subscribe(component, stream, Grouping(GroupingKind.CUSTOM, custom=grouping))
+
+
+def _stream_id_error(
+    spec: ComponentSpec, component: str, stream: object, grouping: Grouping
+) -> str:
+    """The message for a grouping given something other than a string as its stream id.
+
+    The usual cause is a positional translation of Storm's
+    ``fieldsGrouping(component, stream, fields)``: squall takes the fields before the
+    stream, ``fields_grouping(component, fields, stream=...)``.
+    """
+    method = f"{grouping.kind.value}_grouping"
+    where = f"bolt {spec.component_id!r}: {method}({component!r}, ...)"
+    if grouping.fields is not None:
+        return (
+            f"{where} got {stream!r} as its stream id and {grouping.fields.to_list()} as "
+            f"its fields; squall takes the fields first: {method}(component, fields, "
+            f"stream=...), where Storm writes the stream first"
+        )
+    if grouping.kind is GroupingKind.CUSTOM:
+        return (
+            f"{where} got {stream!r} as its stream id; a stream id is a string: "
+            f"{method}(component, grouping, stream=...)"
+        )
+    return (
+        f"{where} got {stream!r} as its stream id; a stream id is a string: "
+        f"{method}(component, stream=...)"
+    )
 
 
 def _fields(fields: FieldsLike, spec: ComponentSpec) -> Fields:
