@@ -21,6 +21,12 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
         text = repr(value)
     except ValueError:  # an integer with more digits than Python converts to text
         return "an integer too long to show"
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit``
+    followed by ``...``: :func:`excerpt` for text shown without quotes (a path)."""
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
