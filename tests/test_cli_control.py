@@ -137,3 +137,31 @@ def test_rebalance_changes_workers_and_executors(
     wait_until(lambda: spout.acked == [7])
     code, output = squall("rebalance", "fed", "-w", "0", "-e", "sink=9", "--url", ui.url)
     assert code == 1 and output.startswith("Error: 409 Conflict: ") and "sink" in output
+
+
+def test_rebalance_to_more_workers_than_executors_is_refused_and_changes_nothing(
+    fed: tuple[LocalCluster, UIServer, FeederSpout],
+) -> None:
+    """feed 1 + sink 2 + __acker 1 = 4 executors: -n 5 and more are refused."""
+    cluster, ui, spout = fed
+    for asked in ("5", "1000000000"):
+        code, output = squall("rebalance", "fed", "-w", "0", "-n", asked, "--url", ui.url)
+        assert (code, output) == (
+            1,
+            f"Error: 409 Conflict: rebalance of topology 'fed': num_workers {asked} is more "
+            "than the 4 executors the topology would have (system executors such as __acker "
+            "included); a worker without an executor runs nothing, so num_workers must be 1 "
+            "to 4\n",
+        )
+    info = cluster.get_topology_info("fed")
+    assert (info.status, info.workers) == ("ACTIVE", 1)
+    spout.feed(["after"], msg_id=7)
+    wait_until(lambda: spout.acked == [7])
+    assert squall("kill", "fed", "-w", "0", "--url", ui.url)[0] == 0
+    wait_until(lambda: cluster.topology_names() == [])
+
+
+@pytest.mark.parametrize("count", ["²", "-1", "1.5", "two", ""])
+def test_an_executor_count_that_is_not_a_number_is_a_usage_error(count: str) -> None:
+    code, output = squall("rebalance", "x", "-e", f"sink={count}", "--url", "http://127.0.0.1:9/")
+    assert code == 2 and f"'sink={count}' is not COMPONENT=N" in output

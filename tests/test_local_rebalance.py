@@ -480,6 +480,17 @@ def test_the_new_layout_is_what_the_engine_reports(cluster: LocalCluster) -> Non
         ),
         ({"executors": [("relay", 2)]}, r"executors must map component ids to executor counts"),
         ({"wait_secs": -1}, r"wait_secs must be a number >= 0, got -1"),
+        ({"num_workers": True}, r"num_workers must be an integer >= 1, got True"),
+        ({"num_workers": "2"}, r"num_workers must be an integer >= 1, got '2'"),
+        (
+            {"executors": {"relay": True}},
+            r"component 'relay' has 6 task\(s\), so it runs in 1 to 6 executor\(s\); got True",
+        ),
+        (
+            # What a caller gave is shown cut to its first 64 characters.
+            {"executors": {"x" * 100_000: 1}},
+            r"the topology has no component 'x{64}'\.\.\. \(components: ",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_and_change_nothing(
@@ -498,3 +509,44 @@ def test_an_unknown_topology_is_a_squall_error(cluster: LocalCluster) -> None:
     with pytest.raises(SquallError, match=r"no topology named 'ghost' is running") as caught:
         cluster.rebalance("ghost", num_workers=2)
     assert not isinstance(caught.value, InvalidTopologyError)
+
+
+def test_more_workers_than_executors_are_refused_and_change_nothing(
+    cluster: LocalCluster,
+) -> None:
+    """A worker without an executor would run nothing: a rebalance asks for at most as
+    many workers as the topology has executors after it, its ``__acker`` executors
+    included (as ``executorsTotal`` and Storm count them)."""
+    spout, sink = submit_relay(
+        cluster, {Config.TOPOLOGY_WORKER_KIND: "thread", Config.TOPOLOGY_WORKERS: 2}
+    )
+    # numbers 1 + relay 2 + sink 2 + __acker 2 (one per submitted worker) = 7 executors.
+    before = layout(cluster)
+    assert before == (2, {"__acker": 2, "numbers": 1, "relay": 2, "sink": 2})
+    refusals = [
+        ({"num_workers": 8}, 8, 7),
+        ({"num_workers": 10**9}, 10**9, 7),
+        ({"num_workers": 12, "executors": {"relay": 6}}, 12, 11),
+    ]
+    for arguments, asked, limit in refusals:
+        for call in (cluster.check_rebalance, cluster.rebalance):
+            with pytest.raises(InvalidTopologyError) as refused:
+                call(NAME, **arguments)
+            assert str(refused.value) == (
+                f"rebalance of topology 'moving': num_workers {asked} is more than the "
+                f"{limit} executors the topology would have (system executors such as "
+                f"__acker included); a worker without an executor runs nothing, so "
+                f"num_workers must be 1 to {limit}"
+            )
+        assert layout(cluster) == before
+        assert cluster.get_topology_info(NAME).status == "ACTIVE"
+    # The topology runs on as it was: its spout is called, and a kill ends it.
+    spout.feed(row(1), 1)
+    wait_until(lambda: spout.acked == [1])
+    assert [values[0] for values in sink.values()] == [1]
+    cluster.rebalance(NAME, num_workers=11, executors={"relay": 6})  # the limit is allowed
+    assert layout(cluster) == (11, {"__acker": 2, "numbers": 1, "relay": 6, "sink": 2})
+    spout.feed(row(2), 2)
+    wait_until(lambda: spout.acked == [1, 2])
+    cluster.kill_topology(NAME, wait_secs=0)
+    assert cluster.topology_names() == []

@@ -261,7 +261,7 @@ def test_bad_requests_get_clear_4xx_answers(served: Any) -> None:
         content=b"{not json",
         headers={"content-type": "application/json"},
     )
-    assert not_json.status_code == 422 and "body" in not_json.json()["errorMessage"]
+    assert not_json.status_code == 400 and "body" in not_json.json()["errorMessage"]
     negative = client.post("api/v1/topology/words/kill/-1")
     assert negative.status_code == 422 and "path.wait" in negative.json()["errorMessage"]
     assert client.post("api/v1/topology/nope/deactivate").status_code == 404
@@ -395,3 +395,124 @@ def test_rebalance_changes_the_layout_or_says_what_is_wrong(served: Any) -> None
     assert later.status_code == 200  # answered at once; carried out after the wait
     wait_until(lambda: layout()[0] == 3, timeout=30.0)
     wait_until(lambda: cluster.get_topology_info("words").status == "ACTIVE", timeout=30.0)
+
+
+def test_rebalance_refuses_more_workers_than_executors_and_the_topology_runs_on() -> None:
+    """feed 1 + sink 2 + __acker 1 = 4 executors: at most 4 workers; a refused rebalance
+    leaves the topology as it was (active, its spout called), and a kill ends it."""
+    spout = FeederSpout(Fields("word"))
+    builder = TopologyBuilder()
+    builder.set_spout("feed", spout)
+    builder.set_bolt("sink", Sink(), 2).shuffle_grouping("feed")
+    with (
+        LocalCluster() as cluster,
+        UIServer(cluster, port=0) as ui,
+        httpx.Client(base_url=ui.url, timeout=10.0) as client,
+    ):
+        cluster.submit_topology("fed", {}, builder.create_topology())
+        for asked in (5, 10**9):
+            refused = client.post(
+                "api/v1/topology/fed/rebalance/0", json={"rebalanceOptions": {"numWorkers": asked}}
+            )
+            assert (refused.status_code, refused.json()) == (
+                409,
+                {
+                    "error": "Conflict",
+                    "errorMessage": f"rebalance of topology 'fed': num_workers {asked} is more "
+                    "than the 4 executors the topology would have (system executors such as "
+                    "__acker included); a worker without an executor runs nothing, so "
+                    "num_workers must be 1 to 4",
+                },
+            )
+        (entry,) = client.get("api/v1/topology/summary").json()["topologies"]
+        assert (entry["status"], entry["workersTotal"], entry["executorsTotal"]) == (
+            "ACTIVE",
+            1,
+            4,
+        )
+        spout.feed(["after"], msg_id=1)
+        wait_until(lambda: spout.acked == [1])
+        assert client.post("api/v1/topology/fed/kill/0").status_code == 200
+        wait_until(lambda: cluster.topology_names() == [], timeout=30.0)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"numWorkers": 2}, "body.numWorkers: unknown key"),
+        ({"rebalanceOptions": {"numWorker": 2}}, "body.rebalanceOptions.numWorker: unknown key"),
+        (
+            {"rebalanceOptions": {"numWorkers": True}},
+            "body.rebalanceOptions.numWorkers: Input should be a valid integer",
+        ),
+        (
+            {"rebalanceOptions": {"numWorkers": "2"}},
+            "body.rebalanceOptions.numWorkers: Input should be a valid integer",
+        ),
+        (
+            {"rebalanceOptions": {"numWorkers": 2.5}},
+            "body.rebalanceOptions.numWorkers: Input should be a valid integer",
+        ),
+        (
+            {"rebalanceOptions": {"numWorkers": 0}},
+            "body.rebalanceOptions.numWorkers: Input should be greater than or equal to 1",
+        ),
+        (
+            {"rebalanceOptions": {"executors": {"sink": True}}},
+            "body.rebalanceOptions.executors.sink: Input should be a valid integer",
+        ),
+        (
+            {"rebalanceOptions": {"executors": {"sink": 2}}, "callback": "x"},
+            "body.callback: unknown key",
+        ),
+        ([2], "body: Input should be a valid dictionary or object to extract fields from"),
+        (
+            {"rebalanceOptions": {"k" * 10_000: 2}},
+            f"body.rebalanceOptions.{'k' * 64}...: unknown key",
+        ),
+    ],
+)
+def test_rebalance_bodies_of_the_wrong_shape_are_refused_naming_the_key(
+    served: Any, body: Any, message: str
+) -> None:
+    cluster, _, client = served
+    answer = client.post("api/v1/topology/words/rebalance/0", json=body)
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"error": "Bad Request", "errorMessage": message},
+    )
+    assert cluster.get_topology_info("words").workers == 1
+    assert cluster.get_topology_info("words").extra["executors"]["sink"] == 1
+
+
+def test_what_a_request_names_is_echoed_cut_short(served: Any) -> None:
+    _, _, client = served
+    long_name = "n" * 500
+    long_id = "c" * 10_000
+    answers = {
+        ("GET", f"api/v1/topology/{long_name}"): (
+            404,
+            f"no topology named '{'n' * 64}'... is running",
+        ),
+        ("POST", f"api/v1/topology/{long_name}/activate"): (
+            404,
+            f"no topology named '{'n' * 64}'... is running",
+        ),
+        ("GET", f"api/v1/topology/words/component/{'c' * 500}"): (
+            404,
+            f"topology 'words' has no component '{'c' * 64}'...",
+        ),
+        ("GET", f"api/v1/{'p' * 5000}"): (404, f"no such path: /api/v1/{'p' * 56}..."),
+    }
+    for (method, path), (status, message) in answers.items():
+        answer = client.request(method, path)
+        assert (answer.status_code, answer.json()["errorMessage"]) == (status, message), path
+    unknown = client.post(
+        "api/v1/topology/words/rebalance/0",
+        json={"rebalanceOptions": {"executors": {long_id: 1}}},
+    )
+    assert unknown.status_code == 409
+    assert unknown.json()["errorMessage"] == (
+        f"rebalance of topology 'words': the topology has no component '{'c' * 64}'... "
+        "(components: ['__acker', 'sink', 'upper', 'words'])"
+    )

@@ -169,10 +169,16 @@ def kill(name: str, wait: int | None, url: str, token_file: Path | None) -> None
 
 
 def _executors(options: tuple[str, ...]) -> dict[str, int]:
+    """The ``-e COMPONENT=N`` options as component id -> N (ASCII digits only: ``²``
+    is a digit to ``str.isdigit`` and not a number to ``int``).
+
+    Raises:
+        click.BadParameter: an option that is not COMPONENT=N.
+    """
     executors: dict[str, int] = {}
     for option in options:
         component, equals, count = option.rpartition("=")
-        if not equals or not component or not count.isdigit():
+        if not equals or not component or not (count.isascii() and count.isdigit()):
             raise click.BadParameter(
                 f"{option!r} is not COMPONENT=N (e.g. split=4)", param_hint="-e"
             )
@@ -184,7 +190,11 @@ def _executors(options: tuple[str, ...]) -> dict[str, int]:
 @click.argument("name")
 @wait_option("Seconds the topology stays deactivated before the change.")
 @click.option(
-    "-n", "--workers", type=click.IntRange(min=1), default=None, help="The new number of workers."
+    "-n",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The new number of workers, up to the topology's executors (ackers included).",
 )
 @click.option(
     "-e",

@@ -206,10 +206,20 @@ class LocalCluster(TopologyRegistry[Running]):
         hints of ``get_topology(name)`` report the new layout (the submitted topology
         object is not modified).
 
+        The arguments are checked before anything changes: ``num_workers`` is an
+        integer from 1 to the number of executors the topology has after the rebalance
+        (``__acker`` executors included, as ``executorsTotal`` counts them: a worker
+        without an executor would run nothing), each count in ``executors`` an integer
+        from 1 to its component's task count. A refused rebalance leaves the topology
+        as it was (its status, spouts and layout).
+
         Raises:
             SquallError: no topology ``name`` is running, or it was killed meanwhile.
-            InvalidTopologyError: ``num_workers`` < 1, an unknown component, an executor
-                count outside 1..the component's task count, or ``wait_secs`` < 0.
+            InvalidTopologyError: ``num_workers`` not an integer (``True`` is not one)
+                from 1 to the topology's executors, an unknown component, an executor
+                count that is not an integer from 1 to the component's task count, or
+                ``wait_secs`` < 0. The message names the topology, the value (cut to
+                its first 64 characters) and the allowed range.
         """
         running = self._get(name)
         running.rebalance(check_request(name, running.plan, num_workers, executors, wait_secs))

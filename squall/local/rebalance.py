@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from squall.local.worker import Worker
-from squall.model.errors import InvalidTopologyError
+from squall.model.errors import InvalidTopologyError, excerpt
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
 from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
@@ -65,16 +65,27 @@ def check_request(
 ) -> RebalanceRequest:
     """Check the arguments of a rebalance of topology ``name`` (running with ``plan``).
 
+    Runs on the caller's thread and reads ``plan`` only: a refused rebalance changes
+    nothing. Every way in (``LocalCluster.rebalance`` and ``check_rebalance``, so the
+    REST API and ``squall rebalance`` too) checks through here.
+
+    ``num_workers`` is at most the number of executors the topology has after the
+    rebalance (with ``executors`` applied), system executors such as ``__acker``
+    included, as Storm and ``executorsTotal`` count them: every worker runs at least one
+    executor, and a worker without one would run nothing.
+
     Raises:
-        InvalidTopologyError: ``num_workers`` is not an integer >= 1; ``executors`` is
-            not a mapping, names a component the topology lacks, or gives a component
-            a count outside 1..its task count; ``wait_secs`` is not a number >= 0. The
-            message names the topology, the component and the allowed range.
+        InvalidTopologyError: ``num_workers`` is not an integer (``True`` is not one)
+            from 1 to that executor count; ``executors`` is not a mapping, names a
+            component the topology lacks, or gives a component a count that is not an
+            integer from 1 to its task count; ``wait_secs`` is not a number >= 0. The
+            message names the topology, the bad value (cut short, see
+            :func:`~squall.model.errors.excerpt`) and the allowed range.
     """
-    where = f"rebalance of topology {name!r}"
+    where = f"rebalance of topology {excerpt(name)}"
     if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
         raise InvalidTopologyError(
-            f"{where}: num_workers must be an integer >= 1, got {num_workers!r}"
+            f"{where}: num_workers must be an integer >= 1, got {excerpt(num_workers)}"
         )
     if executors is None:
         executors = {}
@@ -88,22 +99,33 @@ def check_request(
         tasks = plan.component_tasks.get(component_id) if isinstance(component_id, str) else None
         if not tasks:
             raise InvalidTopologyError(
-                f"{where}: the topology has no component {component_id!r} "
+                f"{where}: the topology has no component {excerpt(component_id)} "
                 f"(components: {sorted(plan.component_tasks)})"
             )
         if not _is_int(count) or not 1 <= count <= len(tasks):
             raise InvalidTopologyError(
                 f"{where}: component {component_id!r} has {len(tasks)} task(s), so it "
-                f"runs in 1 to {len(tasks)} executor(s); got {count!r}"
+                f"runs in 1 to {len(tasks)} executor(s); got {excerpt(count)}"
             )
         counts[component_id] = count
+    if num_workers is not None:
+        total = sum({**plan.component_executors(), **counts}.values())
+        if num_workers > total:
+            raise InvalidTopologyError(
+                f"{where}: num_workers {excerpt(num_workers)} is more than the {total} "
+                "executors the topology would have (system executors such as __acker "
+                "included); a worker without an executor runs nothing, so num_workers "
+                f"must be 1 to {total}"
+            )
     if (
         not isinstance(wait_secs, int | float)
         or isinstance(wait_secs, bool)
-        or not math.isfinite(wait_secs)
+        or (isinstance(wait_secs, float) and not math.isfinite(wait_secs))
         or wait_secs < 0
     ):
-        raise InvalidTopologyError(f"{where}: wait_secs must be a number >= 0, got {wait_secs!r}")
+        raise InvalidTopologyError(
+            f"{where}: wait_secs must be a number >= 0, got {excerpt(wait_secs)}"
+        )
     return RebalanceRequest(num_workers, counts, float(wait_secs))
 
 

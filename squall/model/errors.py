@@ -1,6 +1,33 @@
-"""Exceptions that squall raises to users, and the one users raise to squall."""
+"""Exceptions that squall raises to users, the one users raise to squall, and how
+their messages show what a caller gave (:func:`excerpt`)."""
 
 from __future__ import annotations
+
+#: How many characters of a value a caller gave an error message repeats (see
+#: :func:`excerpt`).
+EXCERPT_CHARS = 64
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(value)`` for an error message, cut short: a string longer than ``limit``
+    characters shows as the ``repr`` of its first ``limit`` followed by ``...``
+    (``'xxxx'...``), any other value as the first ``limit`` characters of its ``repr``
+    followed by ``...``. So a message naming what a caller gave (a component id, a
+    topology name, a key) stays short whatever was given. Runs anywhere; pure.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}..."
+    try:
+        text = repr(value)
+    except ValueError:  # an integer with more digits than Python converts to text
+        return "an integer too long to show"
+    return cut(text, limit)
+
+
+def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit``
+    followed by ``...``: :func:`excerpt` for text shown without quotes (a path)."""
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 class SquallError(Exception):

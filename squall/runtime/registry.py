@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from squall.model.errors import SquallError
+from squall.model.errors import SquallError, excerpt
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.rolling import HistoryKeeper
@@ -84,7 +84,9 @@ class TopologyRegistry(ABC, Generic[T]):
             return self._topologies[name]
         except KeyError:
             known = sorted(self._topologies) or "none"
-            raise SquallError(f"no topology named {name!r} is running (running: {known})") from None
+            raise SquallError(
+                f"no topology named {excerpt(name)} is running (running: {known})"
+            ) from None
 
     def topology_names(self) -> list[str]:
         """Names of the running topologies."""

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import squall
-from squall.model.errors import SquallError
+from squall.model.errors import SquallError, cut, excerpt
 from squall.runtime.registry import TopologyRegistry
 from squall.runtime.rolling import WINDOWS
 from squall.ui.models import (
@@ -69,6 +69,16 @@ assert set(get_args(Window)) == {ALL_TIME, *(str(w) for w in WINDOWS)}
 WINDOW = Query(ALL_TIME, description='seconds ("600", "10800", "86400") or ":all-time"')
 NAME = Path(description="the topology's name", min_length=1, max_length=512)
 SYSTEM = Query(False, description="include system components (__acker) and streams")
+#: How many problems of a request that does not validate its answer lists.
+PROBLEMS_SHOWN = 5
+
+
+def _problem(error: Any) -> str:
+    """One problem of a request that does not validate: where (each part cut short) and
+    what (``unknown key`` for a key the body may not have)."""
+    where = ".".join(cut(str(part)) for part in error["loc"])
+    what = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return f"{where}: {what}"
 
 
 def _answer(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -152,7 +162,7 @@ class Control:
 
     def _check(self, name: str) -> None:
         if name not in self.cluster.topology_names():
-            raise UnknownName(f"no topology named {name!r} is running")
+            raise UnknownName(f"no topology named {excerpt(name)} is running")
 
     def activate(self, name: str) -> None:
         self._check(name)
@@ -329,17 +339,18 @@ def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
-            for error in exc.errors()
-        )
-        return _answer(422, problems)
+        errors = exc.errors()
+        problems = "; ".join(_problem(error) for error in errors[:PROBLEMS_SHOWN])
+        if len(errors) > PROBLEMS_SHOWN:
+            problems += f"; and {len(errors) - PROBLEMS_SHOWN} more"
+        in_body = any(tuple(error["loc"][:1]) == ("body",) for error in errors)
+        return _answer(400 if in_body else 422, problems)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
         if exc.status_code == 404:
-            message = f"no such path: {request.url.path}"
+            message = f"no such path: {cut(request.url.path)}"
         return _answer(exc.status_code, message, dict(exc.headers or {}))
 
     app.include_router(_router(cluster, control, time.monotonic()))

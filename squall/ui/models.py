@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ClusterSummary(BaseModel):
@@ -243,15 +243,31 @@ class Operation(BaseModel):
     status: str = Field(description='"success"')
 
 
+#: A request body: every key it has is one the model declares (another one is refused,
+#: naming it), and every number an integer given as one (not ``true``, ``"2"`` or 2.5).
+EXACT = ConfigDict(extra="forbid", strict=True)
+
+
 class RebalanceOptions(BaseModel):
     """What to change: workers, and executors per component (up to its task count)."""
 
-    numWorkers: int | None = Field(default=None, ge=1)
-    executors: dict[str, Annotated[int, Field(ge=1)]] | None = None
+    model_config = EXACT
+
+    numWorkers: int | None = Field(
+        default=None,
+        ge=1,
+        description="the new number of workers, up to the topology's executors after the "
+        "rebalance (system executors such as __acker included)",
+    )
+    executors: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, description="component id -> its new executors, up to its task count"
+    )
 
 
 class RebalanceRequest(BaseModel):
     """The optional body of ``POST /api/v1/topology/{id}/rebalance/{wait}``."""
+
+    model_config = EXACT
 
     rebalanceOptions: RebalanceOptions | None = None
 

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import HTMLResponse, Response
 
+from squall.model.errors import excerpt
 from squall.runtime.registry import TopologyRegistry
 from squall.ui.graph import topology_svg
 from squall.ui.views import ALL_TIME, UnknownName, parse_window
@@ -52,7 +53,7 @@ def pages_router(cluster: TopologyRegistry[Any]) -> APIRouter:
         window: str = Query(ALL_TIME),
     ) -> Response:
         if name not in cluster.topology_names():
-            raise UnknownName(f"no topology named {name!r} is running")
+            raise UnknownName(f"no topology named {excerpt(name)} is running")
         seconds = parse_window(window, cluster.metric_windows)
         topology = cluster.get_topology(name)
         info = cluster.get_topology_info(name, window_secs=seconds)

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 import squall
-from squall.model.errors import SquallError
+from squall.model.errors import SquallError, excerpt
 from squall.model.topology import StormTopology, is_control_stream
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
@@ -66,7 +66,7 @@ def parse_window(value: str | None, kept: list[int]) -> int | None:
     if value.isdigit() and int(value) in kept:
         return int(value)
     choices = ", ".join([*(str(w) for w in kept), ALL_TIME])
-    raise ValueError(f"window {value!r} is not kept; the windows are {choices}")
+    raise ValueError(f"window {excerpt(value)} is not kept; the windows are {choices}")
 
 
 def window_label(window: int | None) -> str:
@@ -91,7 +91,7 @@ def engine_of(cluster: object) -> str:
 
 def _info(cluster: TopologyRegistry[Any], name: str, window: int | None = None) -> TopologyInfo:
     if name not in cluster.topology_names():
-        raise UnknownName(f"no topology named {name!r} is running")
+        raise UnknownName(f"no topology named {excerpt(name)} is running")
     try:
         return cluster.get_topology_info(name, window_secs=window)
     except SquallError as exc:  # ended meanwhile
@@ -305,7 +305,9 @@ def _component(info: TopologyInfo, component_id: str) -> ComponentStats:
     try:
         return info.components[component_id]
     except KeyError:
-        raise UnknownName(f"topology {info.name!r} has no component {component_id!r}") from None
+        raise UnknownName(
+            f"topology {excerpt(info.name)} has no component {excerpt(component_id)}"
+        ) from None
 
 
 def _component_window(stats: ComponentStats, window: int | None) -> ComponentWindowStats:
