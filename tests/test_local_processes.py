@@ -238,7 +238,10 @@ def test_counts_keep_a_sigkilled_workers_figures(cluster: LocalCluster) -> None:
         seen.append(counts(cluster, "recount"))
         return seen[-1] == (2 * count, 2 * count, 2 * count)
 
-    wait_until(recounted, timeout=30.0, interval=0.02)
+    try:
+        wait_until(recounted, timeout=30.0, interval=0.02)
+    except AssertionError:
+        pytest.fail(f"(emitted, acked, executed) after the restart: {seen[-1]}")
     assert all(figures >= (count, count, count) for figures in seen), seen
     emits = spout.record.get("emit")
     assert len(emits) == 2 * count and emits.count(before) == count
