@@ -25,6 +25,7 @@ from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, StatefulBolt, T
 from squall.local.scratch import OWNER_FILE
 from squall.local.supervisor import ProcessTopology
 from squall.model.errors import InvalidTopologyError
+from squall.runtime.rolling import MetricsHistory
 from squall.state import KeyValueState
 from squall.state.codec import decode
 from squall.state.executors import state_namespace
@@ -192,6 +193,100 @@ def test_a_sigkilled_worker_comes_back_and_its_trees_are_replayed(
     assert [w["restarts"] for w in restarted] == [1]
     assert restarted[0]["pid"] == prepares[1]
     assert info.components["numbers"].timed_out >= len(held)
+
+
+class EmitRecordingSpout(CountingSpout):
+    """A :class:`CountingSpout` that records each emit with the emitting process."""
+
+    def next_tuple(self) -> None:
+        if self.next < self.count:
+            self.record.append("emit", os.getpid())
+        super().next_tuple()
+
+
+def counts(cluster: LocalCluster, name: str, window_secs: int | None = None) -> tuple[int, ...]:
+    """``(spout emitted, spout acked, bolt executed)`` of a ``spout_and_bolt`` topology."""
+    components = cluster.get_topology_info(name, window_secs=window_secs).components
+    spout, bolt = components["numbers"], components["where"]
+    return spout.emitted, spout.acked, bolt.executed
+
+
+def spout_worker_pid(spout: CountingSpout, running: Any) -> int:
+    [spout_task] = running.plan.component_tasks["numbers"]
+    [pid] = [pid for task, pid in spout.record.get("open") if task == spout_task]
+    return int(pid)
+
+
+def test_counts_keep_a_sigkilled_workers_figures(cluster: LocalCluster) -> None:
+    """The spout's worker is killed after its tuples were counted: the counts after its
+    restart are those before the kill plus what the new incarnation does, equal to what
+    the spout emitted, and never lower than before the kill while it comes back; a
+    rolling window taken across the restart holds what happened since its start."""
+    count = 60
+    spout, bolt = EmitRecordingSpout(count), WhereBolt()
+    cluster.submit_topology("recount", PROCESSES, spout_and_bolt(spout, bolt, spouts=1))
+    running = cluster.get_running("recount")
+    wait_until(lambda: len(spout.record.get("ack")) == count, timeout=20.0)
+    wait_until(lambda: counts(cluster, "recount") == (count, count, count), 20.0, 0.02)
+    history = MetricsHistory(time.monotonic() - 1000.0, windows=[600])
+    history.record(time.monotonic(), cluster.get_topology_info("recount"))
+    before = spout_worker_pid(spout, running)
+    os.kill(before, signal.SIGKILL)
+    seen: list[tuple[int, ...]] = []
+
+    def recounted() -> bool:
+        seen.append(counts(cluster, "recount"))
+        return seen[-1] == (2 * count, 2 * count, 2 * count)
+
+    try:
+        wait_until(recounted, timeout=30.0, interval=0.02)
+    except AssertionError:
+        pytest.fail(f"(emitted, acked, executed) after the restart: {seen[-1]}")
+    assert all(figures >= (count, count, count) for figures in seen), seen
+    emits = spout.record.get("emit")
+    assert len(emits) == 2 * count and emits.count(before) == count
+    assert len(spout.record.get("ack")) == 2 * count
+    info = cluster.get_topology_info("recount")
+    assert [w["restarts"] for w in info.extra["worker_processes"] if w["restarts"]] == [1]
+    window = history.window(time.monotonic(), info, 600).components
+    assert (window["numbers"].emitted, window["numbers"].acked) == (count, count)
+    assert window["where"].executed == count
+
+
+def test_a_killed_workers_figures_are_kept_from_the_supervisors_polls(
+    cluster: LocalCluster,
+) -> None:
+    """Nobody reads the figures before the spout's worker is killed: the supervisor's
+    own polls, every ``METRICS_POLL_SECS``, kept them."""
+    count = 40
+    spout, bolt = EmitRecordingSpout(count), WhereBolt()
+    cluster.submit_topology("polled", PROCESSES, spout_and_bolt(spout, bolt, spouts=1))
+    running = cluster.get_running("polled")
+    assert isinstance(running, ProcessTopology)
+    wait_until(lambda: len(spout.record.get("ack")) == count, timeout=20.0)
+    polls = running.metrics_polls
+    wait_until(lambda: running.metrics_polls >= polls + 2, timeout=10.0)
+    os.kill(spout_worker_pid(spout, running), signal.SIGKILL)
+    wait_until(lambda: len(spout.record.get("ack")) == 2 * count, timeout=30.0)
+    wait_until(lambda: counts(cluster, "polled") == (2 * count, 2 * count, 2 * count), 20.0, 0.02)
+    assert len(spout.record.get("emit")) == 2 * count
+
+
+def test_counts_keep_what_the_processes_stopped_by_a_rebalance_counted(
+    cluster: LocalCluster,
+) -> None:
+    """A rebalance stops every worker process; their final figures are kept: the counts
+    after it add what the new processes count (the spout, opened again, emits its ids
+    again)."""
+    count = 30
+    spout, bolt = EmitRecordingSpout(count), WhereBolt()
+    cluster.submit_topology("moved", PROCESSES, spout_and_bolt(spout, bolt, spouts=1))
+    wait_until(lambda: len(spout.record.get("ack")) == count, timeout=20.0)
+    assert cluster.wait_idle("moved", 10.0)
+    cluster.rebalance("moved", num_workers=2)
+    wait_until(lambda: len(spout.record.get("ack")) == 2 * count, timeout=20.0)
+    wait_until(lambda: counts(cluster, "moved") == (2 * count, 2 * count, 2 * count), 20.0, 0.02)
+    assert len(spout.record.get("emit")) == 2 * count
 
 
 #: Changed by :class:`RememberingBolt` in the process that runs it.

@@ -316,6 +316,38 @@ def test_a_tuple_is_acked_exactly_when_it_leaves_its_last_window(
     assert len(run.windows()) == 3
 
 
+def test_tuples_older_than_the_window_are_acked_every_100_tuples_before_the_next_window(
+    manual_cluster: LocalCluster, clock: ManualClock
+) -> None:
+    """100 ms windows every 10 s: the 100th tuple after the first hundred makes the task
+    drop what is older than the window, and the spout's acks come before any window
+    fires; the window that fires next reports them as expired."""
+    run = Run(manual_cluster, clock, WindowLog().with_window(Duration(100), Duration(10_000)))
+
+    def feed_all(values: list[str]) -> None:
+        before = run.executed()
+        for v in values:
+            run.spout.feed([v], msg_id=v)
+        wait_until(lambda: run.executed() == before + len(values))
+
+    run.advance(10, ticks=0)
+    early = [f"a{n:03d}" for n in range(100)]
+    feed_all(early)  # at T0 + 10
+    run.advance(200, ticks=0)
+    late = [f"b{n:03d}" for n in range(100)]
+    feed_all(late[:99])  # at T0 + 210
+    assert run.acked() == []
+    run.feed(late[99])  # the 100th since the last check: up to T0 + 110 expires
+    assert run.acked() == early
+    assert run.windows() == []
+    assert run.info().custom["window_tuples_held"] == 100
+    run.advance(9_740, ticks=0)
+    run.feed("c")  # at T0 + 9950
+    run.advance(50)  # tick at T0 + 10 s: (T0 + 9900, T0 + 10 s]
+    assert run.windows() == [(["c"], ["c"], early + late, T0 + 9_900, T0 + 10_000)]
+    assert run.acked() == early + late
+
+
 def test_emits_are_anchored_to_every_tuple_of_the_window(
     manual_cluster: LocalCluster, clock: ManualClock
 ) -> None:

@@ -799,3 +799,36 @@ def test_event_time_sliding_interval_longer_than_the_length() -> None:
     # (50 s, 60 s] is empty: 35 s left then; 61 s waits for the window ending at 80 s
     assert rec.expiries == [["1s", "5s"], ["12s", "15s", "22s"], ["35s"]]
     assert names(rec.manager.held()) == ["61s"]
+
+
+def test_a_count_length_expires_all_but_its_last_tuples_every_100_tuples() -> None:
+    """The last 3 tuples every 10 s: at the 100th tuple, before any window, the 97
+    oldest expire (Storm's count eviction at EXPIRE_EVENTS_THRESHOLD); the next window
+    reports them, and the one that left with it, as expired."""
+    rec = Recorder(processing(Count(3), Duration(10_000)), start_ms=B)
+    for number in range(1, 100):
+        rec.add(str(number), B + number)
+    assert rec.expiries == []
+    rec.add("100", B + 100)
+    assert (rec.expiries, len(rec.manager), rec.windows) == ([seq(1, 97)], 3, [])
+    rec.add("101", B + 101)
+    assert rec.expiries == [seq(1, 97)]
+    rec.manager.on_time(B + 10_000)
+    assert rec.expiries == [seq(1, 97), ["98"]]
+    assert rec.snapshots() == [(seq(99, 101), seq(99, 101), seq(1, 98), None, None)]
+
+
+def test_a_time_length_sliding_by_count_expires_old_tuples_every_100_tuples() -> None:
+    """100 ms windows every 150 tuples, a tuple every 5 ms: at the 100th tuple (at
+    B + 500) those up to B + 400 expire, before the window; the window at the 150th
+    reports them with those that left with it."""
+    rec = Recorder(processing(Duration(100), Count(150)), start_ms=B)
+    for number in range(1, 100):
+        rec.add(str(number), B + 5 * number)
+    assert rec.expiries == []
+    rec.add("100", B + 500)
+    assert (rec.expiries, len(rec.manager), rec.windows) == ([seq(1, 80)], 20, [])
+    for number in range(101, 151):
+        rec.add(str(number), B + 5 * number)
+    assert rec.expiries == [seq(1, 80), seq(81, 130)]
+    assert rec.snapshots() == [(seq(131, 150), seq(131, 150), seq(1, 130), B + 650, B + 750)]

@@ -9,6 +9,10 @@ worker, and supervises them from a thread of the submitting process:
   it held time out at their spouts and are replayed (acked trees are not affected);
 * ``kill`` deactivates the spouts, drains, then stops every process (their tasks
   ``close``/``cleanup``) and waits for them;
+* the metrics cover the topology's whole life: the supervisor reads every worker
+  process's figures every ``METRICS_POLL_SECS``, and what a process that died or
+  stopped for a rebalance had counted is added to what its successor counts (see
+  :mod:`squall.local.figures`);
 * no worker process outlives the submitting process (see
   :mod:`squall.local.workerprocess`).
 
@@ -40,6 +44,7 @@ from typing import Any
 from squall.drpc.local import LocalDRPC, bridged_local_drpc
 from squall.local import workerprocess
 from squall.local.board import Board
+from squall.local.figures import WorkerFigures
 from squall.local.rebalance import RebalanceRequest
 from squall.local.running import holds_twice
 from squall.local.scratch import owned_directory
@@ -58,6 +63,9 @@ logger = logging.getLogger("squall")
 DESTINATION = "a worker process"
 #: Longest wait between two attempts to start a worker that keeps failing to start.
 RESTART_BACKOFF_MAX_SECS = 10.0
+#: How often the supervisor reads every worker process's figures, so that those of a
+#: process that dies are kept (what it counted since the last read is lost).
+METRICS_POLL_SECS = 1.0
 
 _context_lock = threading.Lock()
 _context: Any = None
@@ -130,11 +138,24 @@ class _Handle:
     def request(self, message: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Send ``message`` and wait for the answer; None if the process is gone."""
         with self.lock:
-            try:
-                self.control.send(message)
-            except (OSError, ValueError):
-                return None
-            return self.receive()
+            return self._exchange(message)
+
+    def request_unless_busy(self, message: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """:meth:`request`, unless another request to the process is under way (None
+        then, at once)."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            return self._exchange(message)
+        finally:
+            self.lock.release()
+
+    def _exchange(self, message: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        try:
+            self.control.send(message)
+        except (OSError, ValueError):
+            return None
+        return self.receive()
 
     def close(self) -> None:
         """Wait briefly for the process to exit, kill it if it does not, release it."""
@@ -209,6 +230,9 @@ class ProcessTopology(SubmittedTopology):
         self._handles: list[_Handle] = []
         #: Worker index -> how many times its process was started again.
         self.restarts: dict[int, int] = {}
+        self._figures: WorkerFigures[_Handle] = WorkerFigures()
+        #: How many times the supervisor has read every worker process's figures.
+        self.metrics_polls = 0
         self._supervisor: threading.Thread | None = None
         self._drpc_bridges: dict[str, tuple[Any, str]] = {}
         self.directory = _topology_directory()
@@ -311,6 +335,7 @@ class ProcessTopology(SubmittedTopology):
             self._release_resources()
             raise failed[0]
         for handle in handles:
+            self._figures.started(handle)
             handle.request(("go", active))
         self._handles = handles
         self.status = "ACTIVE" if active else "INACTIVE"
@@ -322,13 +347,27 @@ class ProcessTopology(SubmittedTopology):
     # Supervision -----------------------------------------------------------------------
 
     def _supervise(self) -> None:
-        """Start again every worker process that dies, until the topology stops."""
+        """Start again every worker process that dies, and read every process's
+        figures every ``METRICS_POLL_SECS``, until the topology stops."""
+        next_poll = time.monotonic() + METRICS_POLL_SECS
         while not self._stopping.is_set():
             handles = {handle.process.sentinel: handle for handle in self._handles}
             for sentinel in wait(list(handles), timeout=0.1):
                 if self._stopping.is_set():
                     return
                 self._restart(handles[sentinel])
+            if time.monotonic() >= next_poll and not self._stopping.is_set():
+                self._poll_figures()
+                next_poll = time.monotonic() + METRICS_POLL_SECS
+
+    def _poll_figures(self) -> None:
+        """Read every running worker process's figures (a process busy answering
+        another request is read at the next poll)."""
+        for handle in list(self._handles):
+            answer = handle.request_unless_busy(("info",))
+            if answer is not None and answer[0] == "info":
+                self._figures.seen(handle, answer[1])
+        self.metrics_polls += 1
 
     def _restart(self, dead: _Handle) -> None:
         index = dead.index
@@ -339,6 +378,7 @@ class ProcessTopology(SubmittedTopology):
             dead.process.pid,
             _exit_reason(dead.process.exitcode),
         )
+        self._figures.ended(dead)
         dead.close()
         backoff = 0.1
         while not self._stopping.is_set():
@@ -350,6 +390,7 @@ class ProcessTopology(SubmittedTopology):
                         handle.request(("stop",))
                         handle.close()
                         return
+                    self._figures.started(handle)
                     handle.request(("go", self.status == "ACTIVE"))
                     self._handles[index] = handle
                     self.restarts[index] = self.restarts.get(index, 0) + 1
@@ -459,7 +500,9 @@ class ProcessTopology(SubmittedTopology):
                 handle.control.send(("stop",))
         for handle in handles:
             with handle.lock:
-                handle.receive()
+                answer = handle.receive()
+            final = answer[1] if answer is not None and answer[0] == "stopped" else None
+            self._figures.ended(handle, final)
             handle.close()
 
     def _release_resources(self) -> None:
@@ -509,25 +552,22 @@ class ProcessTopology(SubmittedTopology):
         in a row; False on timeout."""
         return holds_twice(self.is_idle if pending_too else self.is_drained, timeout_secs, 0.005)
 
-    def reports(self) -> list[WorkerReport]:
-        """Every running worker process's figures."""
-        reports = []
+    def reports(self) -> dict[_Handle, WorkerReport]:
+        """Every running worker process's figures now."""
+        reports = {}
         for handle in list(self._handles):
             answer = handle.request(("info",))
             if answer is not None and answer[0] == "info":
-                reports.append(answer[1])
+                reports[handle] = answer[1]
         return reports
 
     def info(self) -> TopologyInfo:
-        """A metrics snapshot of every component, aggregated from every worker process
-        (a worker started again counts from its restart)."""
-        reports = self.reports()
+        """A metrics snapshot of every component over the topology's whole life: the
+        figures of every worker process now, plus those of the processes that ran
+        before them (see :mod:`squall.local.figures`)."""
+        total = self._figures.combined(self.reports())
         now = time.monotonic()
-        stats: dict[int, TaskStats] = {}
-        custom: dict[int, dict[str, float]] = {}
-        for report in reports:
-            stats.update(report.stats)
-            custom.update(report.custom)
+        stats, custom = total.stats, total.custom
         components = self._summaries(
             lambda component_id, task: stats.get(task) or TaskStats(component_id, task),
             lambda task: custom.get(task, {}),
@@ -540,9 +580,9 @@ class ProcessTopology(SubmittedTopology):
             workers=self.plan.num_workers,
             components=components,
             extra={
-                "pending": sum(r.pending for r in reports),
-                "queued": sum(r.queued for r in reports),
-                "ack_messages": sum(r.ack_messages for r in reports),
+                "pending": total.pending,
+                "queued": total.queued,
+                "ack_messages": total.ack_messages,
                 "executors": self.plan.component_executors(),
                 "worker_kind": "process",
                 "worker_processes": [
@@ -553,8 +593,8 @@ class ProcessTopology(SubmittedTopology):
                     }
                     for handle in list(self._handles)
                 ],
-                "transferred_between_workers": sum(r.sent for r in reports),
-                "dropped_between_workers": sum(r.dropped for r in reports),
+                "transferred_between_workers": total.sent,
+                "dropped_between_workers": total.dropped,
             },
         )
 

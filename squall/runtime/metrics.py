@@ -19,6 +19,19 @@ logger = logging.getLogger("squall")
 
 ERRORS_KEPT = 10
 CAPACITY_WINDOW_SECS = 10.0
+#: The :class:`TaskStats` counters that add up over a task's runs (see ``plus``).
+_ADDED_COUNTERS = (
+    "executed",
+    "acked",
+    "failed",
+    "timed_out",
+    "busy_secs",
+    "process_secs",
+    "process_count",
+    "complete_ms",
+    "complete_count",
+    "errors_total",
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,47 @@ class TaskStats:
                 break
             except RuntimeError:
                 continue
+        return copy
+
+    def plus(self, later: TaskStats) -> TaskStats:
+        """These counters (an earlier run of the task, e.g. a process that died) with
+        ``later``'s (the run after it) added: a new snapshot, neither is changed.
+
+        Counts, latency sums and per-stream counts are added; errors are merged (the
+        most recent ``ERRORS_KEPT``); capacity is ``later``'s, the run that is there
+        now. Runs on any thread, on snapshots (see :meth:`snapshot`).
+        """
+        total = later.snapshot()
+        for name in _ADDED_COUNTERS:
+            setattr(total, name, getattr(self, name) + getattr(later, name))
+        routes: dict[str, Any] = {
+            stream: RouteCounts(route.emitted, route.transferred)
+            for stream, route in self.routes.items()
+        }
+        for stream, route in later.routes.items():
+            earlier = routes.get(stream)
+            routes[stream] = (
+                RouteCounts(route.emitted, route.transferred)
+                if earlier is None
+                else RouteCounts(
+                    earlier.emitted + route.emitted, earlier.transferred + route.transferred
+                )
+            )
+        total.routes = routes
+        # Capacity compares busy time with samples of it: shift ``later``'s samples
+        # by the busy time added before them.
+        total._capacity_samples = deque(
+            (at, busy + self.busy_secs) for at, busy in later._capacity_samples
+        )
+        merged = sorted([*self.errors, *later.errors], key=lambda error: error.time)
+        total.errors = deque(merged[-ERRORS_KEPT:], maxlen=ERRORS_KEPT)
+        return total
+
+    def stopped(self) -> TaskStats:
+        """A snapshot of these counters for a run that has ended: no capacity (the
+        task does not run there any more)."""
+        copy = self.snapshot()
+        copy._capacity_samples = deque()
         return copy
 
     def sample_capacity(self, now: float) -> None:

@@ -30,6 +30,13 @@ Storm's (``WindowManager`` with its trigger and eviction policies):
 Tuples are kept sorted by timestamp (arrival order among equal timestamps), so a window
 is a slice found by bisection and expiry trims the front of the list: memory holds only
 the tuples that a present or future window can still contain.
+
+Between windows (Storm's ``EXPIRE_EVENTS_THRESHOLD``): with processing time, every
+``COMPACT_EVERY`` tuples added since the last such check, the tuples no future window
+can hold expire at once (``on_expiry``: the engine acks them) and wait, like those that
+leave as a window fires, to be the next window's ``get_expired()``. Event time needs no
+such check: tuples below the watermark are late (the engine drops them), so every held
+tuple is at or above the last window evaluated and may be in the next one.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from squall.windowing.window import TupleWindow
 ActivationHandler = Callable[[TupleWindow], None]
 ExpiryHandler = Callable[[list[Tuple]], None]
 
+#: Processing time: tuples added between two checks for tuples no future window holds.
 COMPACT_EVERY = 100
 
 

@@ -143,8 +143,8 @@ class WindowSpec:
     def check_message_timeout(self, where: str, timeout_secs: float) -> None:
         """Storm's rule: a window's time span must fit in the message timeout.
 
-        Window tuples are acked only when they leave the window, so a tuple lives at
-        least the window length plus the sliding interval; past the message timeout its
+        Window tuples are acked only when they leave the window, so a tuple may live
+        up to the window length plus the sliding interval; past the message timeout its
         spout tuple would be failed and replayed while the window still holds it.
 
         Raises:
