@@ -79,7 +79,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     (fewer bytes than were read) is read again from its start as a new file. Its lines
     still waiting to be emitted again after a fail cannot be: each replay first checks
     that the file is the one read (its inode, and at least the bytes read), so no byte
-    of another file is emitted under an old line's id. Those lines are counted in
+    of another file is emitted under an old line's id (a file rewritten in place to at
+    least as many bytes cannot be told apart). Those lines are counted in
     ``lost`` and reported naming the file; lines in flight are lost only if they fail,
     and the new file is read once none of them is pending (acked, failed or timed
     out), since its message ids are the same.
