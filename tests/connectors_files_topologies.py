@@ -40,7 +40,9 @@ def core_topology(data: str, out: str, done: str, run: int) -> StormTopology:
     builder = TopologyBuilder()
     builder.set_spout(
         "files",
-        FileSpout(data, "*.txt", done_directory=done, batch=20, scan_ms=20, progress_ms=20),
+        FileSpout(
+            data, "*.txt", done_directory=done, batch=20, scan_ms=20, progress_ms=20, settle_ms=20
+        ),
     )
     builder.set_bolt("tag", Tag(run)).shuffle_grouping("files")
     builder.set_bolt("sink", FileBolt(out, batch=10, flush_ms=20)).shuffle_grouping("tag")

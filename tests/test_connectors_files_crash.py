@@ -91,7 +91,9 @@ def test_a_killed_file_topology_resumes_after_the_acked_prefix(tmp_path: Path) -
         cluster.submit_topology(
             "crash", CORE_CONF, core_topology(str(data), str(out), str(done), 2)
         )
-        wait_until(lambda: sorted(os.listdir(done)) == sorted(files), timeout=30.0)
+        wait_until(
+            lambda: done.exists() and sorted(os.listdir(done)) == sorted(files), timeout=30.0
+        )
         cluster.kill_topology("crash")
 
     everything = written_lines(out)

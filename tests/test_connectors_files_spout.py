@@ -26,8 +26,9 @@ from squall.runtime.clock import SYSTEM_CLOCK
 from squall.testing import SharedRecord
 from tests.conftest import Engine, Run
 
-#: The spouts list the directory often and write progress often, so tests are quick.
-FAST = {"scan_ms": 20, "progress_ms": 20}
+#: The spouts list the directory often, write progress often and move finished files
+#: soon, so tests are quick.
+FAST = {"scan_ms": 20, "progress_ms": 20, "settle_ms": 20}
 
 
 class RecordingFileSpout(FileSpout):

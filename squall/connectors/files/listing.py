@@ -29,11 +29,22 @@ def owner(name: str, tasks: int) -> int:
     return stable_hash(name) % tasks if tasks > 1 else 0
 
 
-def list_files(directory: str, pattern: str, task_index: int = 0, tasks: int = 1) -> list[Listed]:
+def list_files(
+    directory: str,
+    pattern: str,
+    task_index: int = 0,
+    tasks: int = 1,
+    problems: dict[str, OSError] | None = None,
+) -> list[Listed]:
     """The files of ``directory`` the task ``task_index`` of ``tasks`` reads, by name.
 
+    An entry whose name is taken but which cannot be examined (a link that cannot be
+    resolved, such as a loop) goes into ``problems`` (name -> error) when it is given;
+    without it, the error is raised.
+
     Raises:
-        OSError: the directory cannot be listed.
+        OSError: the directory cannot be listed, or (without ``problems``) an entry
+            cannot be examined.
     """
     found: list[Listed] = []
     with os.scandir(directory) as entries:
@@ -48,6 +59,11 @@ def list_files(directory: str, pattern: str, task_index: int = 0, tasks: int = 1
                     continue
                 status = entry.stat()
             except FileNotFoundError:  # renamed away meanwhile
+                continue
+            except OSError as error:
+                if problems is None:
+                    raise
+                problems[name] = error
                 continue
             found.append(Listed(name, status.st_ino, status.st_size))
     found.sort()

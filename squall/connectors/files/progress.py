@@ -157,6 +157,8 @@ class FileProgress:
     acked_ahead: dict[int, int] = field(default_factory=dict)
     #: Whether the file was read to its end (no byte after its last complete line).
     at_end: bool = False
+    #: The file's size when it was last listed or read.
+    size: int = 0
     #: The file's CSV column names, once read (a CSV file with a header).
     columns: list[str] | None = None
     #: The acked prefix moved since the record was last written.
@@ -173,6 +175,7 @@ class FileProgress:
             read_offset=record.offset,
             acked_line=record.line,
             acked_offset=record.offset,
+            size=record.offset,
             done=record.done,
         )
 

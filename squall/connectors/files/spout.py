@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import bisect
 import os
-import shutil
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 from squall.connectors.files.checks import not_a_file, path_text
+from squall.connectors.files.done import DoneDirectory
 from squall.connectors.files.formats import LineParser, MalformedRecord, output_fields
-from squall.connectors.files.lines import Line, LineReader, read_line
-from squall.connectors.files.listing import list_files, owner
-from squall.connectors.files.progress import (
-    FileProgress,
-    ProgressRecord,
-    ProgressStore,
-    fsync_directory,
+from squall.connectors.files.lines import (
+    FileChangedError,
+    Line,
+    LineReader,
+    change,
+    describe_lines,
+    read_line,
 )
+from squall.connectors.files.listing import Listed, list_files, owner
+from squall.connectors.files.progress import FileProgress, ProgressRecord, ProgressStore
 from squall.connectors.files.records import RecordOptions
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
@@ -58,15 +60,30 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     **Files.** A file is taken when its name matches ``pattern`` and does not start
     with ``.``, and it is a regular file directly in ``directory``. Only complete lines
     (ending with ``\\n``) are read: a trailing line without one waits until it is
-    complete. Producers should write a file elsewhere on the same file system (or
-    under a name starting with ``.``) and rename it in when complete. The directory is
-    listed again at most every ``scan_ms``, so files added while the topology runs are
-    read; files are read in name order. A file is *finished* when it is read to its end
-    and every line is acked: it is then moved into ``done_directory`` (made if missing;
-    a file of the same name there is replaced), or, without one, left in place and
-    remembered as done in its record (bytes appended to it later are read; a file
-    replaced under the same name, that is with another inode, or shrunk, is read from
-    the start).
+    complete. The directory is listed again at most every ``scan_ms``, so files added
+    while the topology runs are read; files are read in name order.
+
+    **A file must be complete when it appears in the directory** (as with Storm's
+    ``HdfsSpout``): producers write it elsewhere on the same file system (or under a
+    name starting with ``.``) and rename it in when complete. A file is *finished* when
+    it is read to its end and every line is acked. Without ``done_directory`` it is left
+    in place and remembered as done in its record: bytes appended to it later are read.
+    With ``done_directory`` it is moved there (made if missing; a file of the same name
+    there is replaced) once it has stayed unchanged for ``settle_ms``, checked again
+    just before the move: lines appended until then are read first. Lines appended
+    after the move (by a writer that kept the file open) are not read: the spout
+    notices them in the last 256 files it moved while it runs, counts them in ``lost``
+    and reports them, naming the file.
+
+    **Changed files.** A file replaced under its name (another inode) or truncated
+    (fewer bytes than were read) is read again from its start as a new file. Its lines
+    still waiting to be emitted again after a fail cannot be: each replay first checks
+    that the file is the one read (its inode, and at least the bytes read), so no byte
+    of another file is emitted under an old line's id (a file rewritten in place to at
+    least as many bytes cannot be told apart). Those lines are counted in
+    ``lost`` and reported naming the file; lines in flight are lost only if they fail,
+    and the new file is read once none of them is pending (acked, failed or timed
+    out), since its message ids are the same.
 
     **Records** (see :mod:`squall.connectors.files.formats`): ``lines`` emits
     ``[line]`` (field ``line``, or the one name in ``fields``); ``jsonl`` emits the
@@ -87,12 +104,15 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     ``batch`` times ``topology.spark.batch.max.tuples`` records per task: set
     ``topology.max.spout.pending`` to bound it.
 
-    **Failures.** A directory or file that cannot be read (a file system that went
-    away, permissions) does not stop the topology: the spout reports an error naming
-    itself and the directory through the collector (in the component's errors), emits
-    nothing until its back-off (:class:`~squall.connectors.outage.Outage`) allows
-    another attempt, and then continues where it stood. A line to replay whose file
-    has disappeared is reported and given up (it cannot be read again).
+    **Failures.** Nothing stops the topology. A directory that cannot be listed (a
+    file system that went away) is reported through the collector (in the component's
+    errors), naming the spout and the directory; nothing is read until its back-off
+    (:class:`~squall.connectors.outage.Outage`) allows another attempt, then the spout
+    continues where it stood. A file that cannot be read (no read permission, a link
+    that cannot be resolved) is reported naming the file and set aside with a back-off
+    of its own: the other files are read meanwhile, and it is tried again (its replays
+    wait for it). A line to replay whose file has disappeared is reported and given up
+    (it cannot be read again); so is one whose file changed (above).
 
     **Where it runs.** ``validate_submission`` where the topology is submitted (it
     checks the options and that ``directory`` exists: an ``InvalidTopologyError``
@@ -114,6 +134,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
             bolt's 2,048 tuples): larger batches let queues and pending trees grow.
         scan_ms: the shortest interval between two listings of the directory.
         progress_ms: the longest interval between two writes of the progress records.
+        settle_ms: with ``done_directory``, how long a finished file must stay
+            unchanged before it is moved.
         header: CSV: the first line of each file names the columns.
         delimiter: CSV column separator.
         quotechar: CSV quote character.
@@ -131,6 +153,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         batch: int = 16,
         scan_ms: int = 500,
         progress_ms: int = 200,
+        settle_ms: int = 1000,
         header: bool = True,
         delimiter: str = ",",
         quotechar: str = '"',
@@ -144,6 +167,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         self.batch = batch
         self.scan_ms = scan_ms
         self.progress_ms = progress_ms
+        self.settle_ms = settle_ms
         self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
 
     # -- declaration and submission -------------------------------------------------
@@ -169,6 +193,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         checker.positive_int("batch", self.batch)
         checker.positive_number("scan_ms", self.scan_ms)
         checker.positive_number("progress_ms", self.progress_ms)
+        checker.positive_number("settle_ms", self.settle_ms)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -179,17 +204,32 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         directory)."""
         self.collector = collector
         self._context = context
+        self._name = f"FileSpout {context.component_id!r}"
         self._task_index = context.task_index
         self._tasks = len(context.get_component_tasks(context.component_id))
-        self._outage = Outage(f"FileSpout {context.component_id!r}", self.directory)
+        self._outage = Outage(self._name, self.directory)
         self._store = ProgressStore(self.directory)
         self._files: dict[str, FileProgress] = {}
         #: Files with lines to read, in name order; the first is being read.
         self._queue: list[str] = []
         self._queued: set[str] = set()
         self._replays: deque[tuple[str, int]] = deque()
-        #: Files read to their end whose lines may all be acked.
-        self._finishing: set[str] = set()
+        #: Files read to their end whose lines may all be acked, with the time (ms) from
+        #: which they may be finished (with a done directory: once unchanged so long).
+        self._finishing: dict[str, float] = {}
+        self._next_finish = float("inf")
+        #: Files that changed (replaced or truncated) while some of their lines were in
+        #: flight, by name, until those are acked or failed: the new file waits.
+        self._retired: dict[str, FileProgress] = {}
+        #: Files whose record describes a file that changed: written again.
+        self._stale: set[str] = set()
+        #: Files that could not be read, with their back-off.
+        self._blocked: dict[str, Outage] = {}
+        self._done = (
+            None
+            if self.done_directory is None
+            else DoneDirectory(self.directory, self.done_directory)
+        )
         #: Progress records found at the first listing, until their files are seen.
         self._records: dict[str, ProgressRecord] | None = None
         self._next_scan = 0.0
@@ -209,12 +249,18 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         if "_files" in state:  # an opened spout: its file is opened again when read
             self._reader = None
             self._parsers = {}
+            # Back-offs count on this process's monotonic clock: a restored spout (maybe
+            # in another process) tries the directory and the files set aside again now.
+            for outage in [self._outage, *self._blocked.values()]:
+                outage.recovered()
 
     def next_tuple(self) -> None:
-        """List the directory and write progress when due, then read up to ``batch``
-        lines: lines to replay first, then new lines. Never blocks on a wait."""
+        """List the directory, finish files and write progress when due, then read up
+        to ``batch`` lines: lines to replay first, then new lines. Never blocks on a
+        wait. A file that cannot be read is reported and set aside (see
+        ``_file_failed``); only a directory that cannot be listed stops the reading."""
         now = self._context.clock.now_ms()
-        if now >= self._next_scan or now >= self._next_flush or self._finishing:
+        if now >= self._next_scan or now >= self._next_flush or now >= self._next_finish:
             if not self._outage.ready():
                 return
             try:
@@ -239,6 +285,11 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     def ack(self, msg_id: Any) -> None:
         """The record's tree completed: extend the file's acked prefix."""
         name, number = msg_id
+        retired = self._retired.get(name)
+        if retired is not None and retired.pending.pop(number, None) is not None:
+            if not retired.pending:
+                del self._retired[name]
+            return
         progress = self._files.get(name)
         if progress is None:
             return
@@ -247,11 +298,24 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
             return
         progress.ack(number, span[1])
         if progress.at_end and not progress.pending:
-            self._finishing.add(name)
+            self._may_finish(name)
 
     def fail(self, msg_id: Any) -> None:
-        """The record's tree failed: emit the line again (at the next ``next_tuple``)."""
+        """The record's tree failed: emit the line again (at the next ``next_tuple``),
+        unless its file changed since it was read (then it is lost, and reported)."""
         name, number = msg_id
+        retired = self._retired.get(name)
+        if retired is not None and retired.pending.pop(number, None) is not None:
+            if not retired.pending:
+                del self._retired[name]
+            self._counters["lost"] += 1
+            self.collector.report_error(
+                FileChangedError(
+                    f"{self._name}: line {number} of {self._path(name)} failed after the "
+                    "file changed: it cannot be emitted again (lost)"
+                )
+            )
+            return
         progress = self._files.get(name)
         if progress is not None and number in progress.pending:
             self._replays.append((name, number))
@@ -277,7 +341,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def metrics(self) -> dict[str, float]:
         """Files finished, malformed records emitted on ``"errors"``, lines emitted
-        again after a fail, and lines given up because their file disappeared."""
+        again after a fail, and lines lost: to replay when their file had disappeared
+        or changed, or appended to a file after it was moved to the done directory."""
         return dict(getattr(self, "_counters", {}))
 
     # -- reading --------------------------------------------------------------------
@@ -311,38 +376,51 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def _read(self, budget: int) -> int:
         """Emit up to ``budget`` records of the first queued file; returns the lines
-        read (at least 1 when the file's end is reached, which dequeues it)."""
+        read (at least 1 when the file's end is reached or it cannot be read, which
+        dequeues it)."""
         name = self._queue[0]
         progress = self._files[name]
         reader = self._reader
         if reader is None or reader.path != self._path(name):
             self._close_reader()
             reader = self._reader = LineReader(
-                self._path(name), progress.read_line, progress.read_offset
+                self._path(name), progress.read_line, progress.read_offset, progress.inode
             )
         try:
             lines = reader.read(budget)
-        except FileNotFoundError:  # removed since the listing: the next one forgets it
-            self._close_reader()
-            del self._queue[0]
-            self._queued.discard(name)
-            return 1
-        if lines:
-            try:
+            if lines:
                 self._emit_lines(progress, lines)
-            except BaseException:
-                self._close_reader()  # read the batch again rather than skip its rest
-                raise
+        except BaseException as error:
+            self._close_reader()  # read the batch again rather than skip its rest
+            if isinstance(error, OSError):
+                self._unreadable(name, error)
+                return 1
+            raise
+        self._blocked.pop(name, None)
         progress.read_line, progress.read_offset = reader.line, reader.offset
+        progress.size = max(progress.size, reader.offset)
         if not reader.at_end:
             return len(lines)
         progress.at_end = not reader.partial
         self._close_reader()
-        del self._queue[0]
-        self._queued.discard(name)
+        self._dequeue(name)
         if progress.at_end and not progress.pending:
-            self._finishing.add(name)
+            self._may_finish(name)
         return max(len(lines), 1)
+
+    def _dequeue(self, name: str) -> None:
+        if name in self._queued:
+            self._queue.remove(name)
+            self._queued.discard(name)
+
+    def _unreadable(self, name: str, error: OSError) -> None:
+        """File ``name`` could not be read: gone since the listing (the next listing
+        forgets it), changed (:meth:`_retire`), or unreadable (:meth:`_file_failed`)."""
+        self._dequeue(name)
+        if isinstance(error, FileChangedError):
+            self._retire(name, str(error))
+        elif not isinstance(error, FileNotFoundError):
+            self._file_failed(name, error)
 
     def _emit_lines(self, progress: FileProgress, lines: list[Line]) -> None:
         parser = self._parser(progress)
@@ -380,36 +458,65 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         )
 
     def _emit_replays(self, budget: int) -> int:
-        """Emit up to ``budget`` failed lines again; returns how many were taken."""
+        """Emit up to ``budget`` failed lines again; returns how many were taken.
+
+        Each line is read again only from the file it was read from (the same inode,
+        with at least the bytes read): a file that changed is retired with its lines
+        (:meth:`_retire`); the lines of a file that cannot be read now wait for its
+        back-off while the others are emitted."""
         taken = 0
         replays = self._replays
-        while replays and taken < budget:
-            name, number = replays[0]
-            progress = self._files.get(name)
-            span = None if progress is None else progress.pending.get(number)
-            if progress is None or span is None:
-                replays.popleft()
-                continue
-            try:
-                line = read_line(self._path(name), span[0], span[1], number)
-            except FileNotFoundError as error:
-                replays.popleft()
-                self._give_up(progress, number, span, error)
-                continue
-            replays.popleft()
-            taken += 1
-            self._counters["replayed"] += 1
+        waiting = {name for name, outage in self._blocked.items() if not outage.ready()}
+        deferred: list[tuple[str, int]] = []
+        try:
+            while replays and taken < budget:
+                taken += self._emit_replay(replays.popleft(), waiting, deferred)
+        finally:
+            replays.extendleft(reversed(deferred))
+        return taken
+
+    def _emit_replay(
+        self, entry: tuple[str, int], waiting: set[str], deferred: list[tuple[str, int]]
+    ) -> int:
+        """Emit one failed line again; returns 1 if it was emitted, else 0 (gone,
+        lost, or ``deferred`` while its file is ``waiting`` for its back-off)."""
+        name, number = entry
+        progress = self._files.get(name)
+        span = None if progress is None else progress.pending.get(number)
+        if progress is None or span is None:
+            return 0
+        if name in waiting:
+            deferred.append(entry)
+            return 0
+        path = self._path(name)
+        try:
+            line = read_line(path, span[0], span[1], number, progress.inode, progress.read_offset)
             parser = self._parser(progress)
-            if parser.header and number == 1:  # a malformed header, again
-                self._emit_malformed(name, line, MalformedRecord("invalid CSV header"))
-                continue
+        except FileNotFoundError as error:
+            if not os.path.isdir(self.directory):
+                self._replays.appendleft(entry)  # the directory is away: try again later
+                raise
+            self._give_up(progress, number, span, error)
+            return 0
+        except FileChangedError as error:
+            self._replays.appendleft(entry)
+            self._retire(name, str(error))
+            return 0
+        except OSError as error:
+            deferred.append(entry)
+            waiting.add(name)
+            self._file_failed(name, error)
+            return 0
+        self._blocked.pop(name, None)
+        self._counters["replayed"] += 1
+        if parser.header and number == 1:  # a malformed header, again
+            self._emit_malformed(name, line, MalformedRecord("invalid CSV header"))
+        else:
             try:
-                values = parser.parse(line.raw)
+                self.collector.emit(parser.parse(line.raw), (name, number))
             except MalformedRecord as error:
                 self._emit_malformed(name, line, error)
-                continue
-            self.collector.emit(values, (name, number))
-        return taken
+        return 1
 
     def _give_up(
         self, progress: FileProgress, number: int, span: tuple[int, int], error: OSError
@@ -419,12 +526,65 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         self._counters["lost"] += 1
         self.collector.report_error(
             OSError(
-                f"FileSpout {self._context.component_id!r}: line {number} of "
+                f"{self._name}: line {number} of "
                 f"{self._path(progress.name)} cannot be emitted again: {error}"
             )
         )
         progress.pending.pop(number, None)
         progress.ack(number, span[1])
+
+    def _retire(self, name: str, what: str) -> None:
+        """File ``name`` is no longer the one read (``what`` says how): its lines
+        waiting for a replay are lost, its lines in flight are lost if they fail, and
+        the file in its place is read from its start as a new file once none of the
+        old lines is pending (their message ids are the same). Reported unless nothing
+        is lost."""
+        progress = self._files[name]
+        waiting = sorted({n for f, n in self._replays if f == name and n in progress.pending})
+        if waiting:
+            kept = [entry for entry in self._replays if entry[0] != name]
+            self._replays.clear()
+            self._replays.extend(kept)
+            for number in waiting:
+                del progress.pending[number]
+            self._counters["lost"] += len(waiting)
+        unread = progress.size > progress.read_offset
+        self._forget(name)
+        self._stale.add(name)
+        if progress.pending:
+            self._retired[name] = progress
+        if not (waiting or unread or progress.pending):
+            return
+        parts = [f"{self._name}: {what}"]
+        if unread:
+            parts.append(f"its lines after line {progress.read_line} were not read")
+        if waiting:
+            verb = "is" if len(waiting) == 1 else "are"
+            parts.append(f"{describe_lines(waiting)} waiting to be emitted again {verb} lost")
+        if progress.pending:
+            flight = sorted(progress.pending)
+            verb = "is lost if it fails" if len(flight) == 1 else "are lost if they fail"
+            parts.append(f"{describe_lines(flight)} in flight {verb}")
+        parts.append(
+            "the file is read again from its start as a new file"
+            + (" once none is pending" if progress.pending else "")
+        )
+        self.collector.report_error(FileChangedError("; ".join(parts)))
+
+    def _file_failed(self, name: str, error: OSError) -> None:
+        """File ``name`` cannot be read or examined now (permissions, a link that cannot
+        be resolved): report it, naming it, and set it aside until its back-off allows
+        another attempt; the other files are read meanwhile."""
+        outage = self._blocked.get(name)
+        if outage is None:
+            outage = self._blocked[name] = Outage(self._name, self._path(name))
+        self._dequeue(name)
+        self.collector.report_error(outage.failed(error))
+
+    def _set_aside(self, name: str) -> bool:
+        """Whether file ``name`` failed and its back-off has not passed."""
+        outage = self._blocked.get(name)
+        return outage is not None and not outage.ready()
 
     def _close_reader(self) -> None:
         reader = getattr(self, "_reader", None)
@@ -443,8 +603,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         if now >= self._next_scan:
             self._scan()
             self._next_scan = now + self.scan_ms
-        if self._finishing:
-            self._finish_files()
+        if now >= self._next_finish:
+            self._finish_files(now)
         if now >= self._next_flush:
             self._flush()
             self._next_flush = now + self.progress_ms
@@ -453,40 +613,24 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         return owner(name, self._tasks) == self._task_index
 
     def _scan(self) -> None:
-        """List the directory: new files, files grown, replaced or gone."""
-        listed = list_files(self.directory, self.pattern, self._task_index, self._tasks)
+        """List the directory: new files, files grown, replaced, truncated or gone,
+        entries that cannot be examined, and files moved to the done directory that
+        grew."""
+        problems: dict[str, OSError] = {}
+        listed = list_files(self.directory, self.pattern, self._task_index, self._tasks, problems)
         if self._records is None:
             self._records = {
                 name: record for name, record in self._store.read_all().items() if self._owned(name)
             }
         records = self._records
-        present = set()
+        present = set(problems)
+        for name, error in problems.items():
+            if not self._set_aside(name):
+                self._file_failed(name, error)
         for item in listed:
-            name = item.name
-            present.add(name)
-            progress = self._files.get(name)
-            if progress is not None and not progress.pending and name not in self._queued:
-                replaced = progress.inode != item.inode or item.size < progress.read_offset
-                if replaced:
-                    self._forget(name)
-                    progress = None
-            if progress is None:
-                progress = self._track(name, item.inode, item.size, records.pop(name, None))
-            if progress.done:
-                if self.done_directory is not None:
-                    self._finishing.add(name)  # finished before a crash, not moved yet
-                    continue
-                if item.size <= progress.read_offset:
-                    continue
-                progress.done = False  # appended to since: read on
-            if item.size > progress.read_offset and name not in self._queued:
-                progress.at_end = False
-                bisect.insort(self._queue, name)
-                self._queued.add(name)
-            elif item.size == progress.read_offset and not progress.at_end:
-                progress.at_end = name not in self._queued
-                if progress.at_end and not progress.pending:
-                    self._finishing.add(name)
+            present.add(item.name)
+            if item.name not in self._retired:  # else its old lines are in flight
+                self._scan_file(item, records)
         for name in [n for n, p in self._files.items() if n not in present and not p.pending]:
             self._forget(name)
             self._store.remove(name)
@@ -494,6 +638,45 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
             if name not in present:
                 self._store.remove(name)
                 del records[name]
+        for name in [n for n in self._blocked if n not in present]:
+            del self._blocked[name]
+        if self._done is not None:
+            self._report_appended(self._done)
+
+    def _scan_file(self, item: Listed, records: dict[str, ProgressRecord]) -> None:
+        """One file of the listing: track it, queue what it holds beyond the lines
+        read, or retire it if it is not the file read before."""
+        name = item.name
+        progress = self._files.get(name)
+        if progress is not None:
+            what = change(
+                self._path(name), item.inode, item.size, progress.inode, progress.read_offset
+            )
+            if what is not None:
+                self._retire(name, what)
+                if name in self._retired:
+                    return
+                progress = None
+        if progress is None:
+            progress = self._track(name, item.inode, item.size, records.pop(name, None))
+        progress.size = item.size
+        if progress.done:
+            if self.done_directory is not None:
+                self._may_finish(name)  # finished before a crash, not moved yet
+                return
+            if item.size <= progress.read_offset:
+                return
+            progress.done = False  # appended to since: read on
+        if item.size > progress.read_offset and name not in self._queued:
+            if self._set_aside(name):
+                return
+            progress.at_end = False
+            bisect.insort(self._queue, name)
+            self._queued.add(name)
+        elif item.size == progress.read_offset and not progress.at_end:
+            progress.at_end = name not in self._queued
+            if progress.at_end and not progress.pending:
+                self._may_finish(name)
 
     def _track(
         self, name: str, inode: int, size: int, record: ProgressRecord | None
@@ -501,55 +684,91 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         if record is not None and record.inode == inode and record.offset <= size:
             progress = FileProgress.resumed(record)
         else:
-            progress = FileProgress(name, inode, dirty=record is not None)
+            stale = record is not None or name in self._stale
+            progress = FileProgress(name, inode, dirty=stale)
+        self._stale.discard(name)
         self._files[name] = progress
         return progress
 
     def _forget(self, name: str) -> None:
         self._files.pop(name, None)
         self._parsers.pop(name, None)
-        self._finishing.discard(name)
+        self._finishing.pop(name, None)
         if name in self._queued:
-            self._queue.remove(name)
-            self._queued.discard(name)
+            self._dequeue(name)
             if self._reader is not None and self._reader.path == self._path(name):
                 self._close_reader()
 
-    def _finish_files(self) -> None:
-        """Finish the files read to their end with every line acked."""
-        for name in sorted(self._finishing):
+    def _may_finish(self, name: str) -> None:
+        """File ``name`` is read to its end with every line acked: finish it once it
+        has stayed so for ``settle_ms`` (with a done directory), at once otherwise."""
+        if name not in self._finishing:
+            delay = 0 if self._done is None else self.settle_ms
+            due = self._context.clock.now_ms() + delay
+            self._finishing[name] = due
+            self._next_finish = min(self._next_finish, due)
+
+    def _finish_files(self, now: float) -> None:
+        """Finish the files read to their end with every line acked, when due. With a
+        done directory, a file is moved only if it holds no byte beyond the lines read
+        (else it is read on)."""
+        for name in sorted(n for n, due in self._finishing.items() if due <= now):
             progress = self._files.get(name)
             if progress is None or not (progress.done or progress.is_complete()):
-                self._finishing.discard(name)
+                self._finishing.pop(name, None)
+                continue
+            if self._done is not None and self._grew(progress):
                 continue
             progress.done = True
-            if self.done_directory is None:
-                self._store.write([progress.record()])
-                progress.dirty = False
-            else:
-                self._store.write([progress.record()])
-                self._move_done(name)
+            self._store.write([progress.record()])
+            progress.dirty = False
+            if self._done is not None:
+                self._done.move(name, progress.inode, progress.read_offset, progress.read_line)
                 self._store.remove(name)
                 self._forget(name)
-            self._finishing.discard(name)
+            self._finishing.pop(name, None)
             self._counters["files_finished"] += 1
+        self._next_finish = min(self._finishing.values(), default=float("inf"))
 
-    def _move_done(self, name: str) -> None:
-        """Move a finished file into ``done_directory`` (durably)."""
-        done = self.done_directory
-        assert done is not None
-        os.makedirs(done, exist_ok=True)
-        source, target = self._path(name), os.path.join(done, name)
+    def _grew(self, progress: FileProgress) -> bool:
+        """Whether a file about to be moved changed since it was read to its end: if it
+        grew it is queued to be read on (if it was replaced or truncated, the next
+        listing retires it). Either way it is not finished now.
+
+        Raises:
+            OSError: the file cannot be examined.
+        """
+        name = progress.name
         try:
-            os.replace(source, target)
+            status = os.stat(self._path(name))
         except FileNotFoundError:
-            return  # moved before a crash
-        except OSError as error:
-            if error.errno != 18:  # EXDEV: another file system
-                raise
-            shutil.move(source, target)
-        fsync_directory(done)
-        fsync_directory(self.directory)
+            return False  # moved before a crash: finished
+        if status.st_ino != progress.inode or status.st_size < progress.read_offset:
+            self._finishing.pop(name, None)
+            return True
+        if status.st_size == progress.read_offset:
+            return False
+        self._finishing.pop(name, None)
+        progress.done = progress.at_end = False
+        progress.size = status.st_size
+        if name not in self._queued and not self._set_aside(name):
+            bisect.insort(self._queue, name)
+            self._queued.add(name)
+        return True
+
+    def _report_appended(self, done: DoneDirectory) -> None:
+        """Count and report the lines appended to files after they were moved."""
+        for moved, numbers in done.appended():
+            self._counters["lost"] += len(numbers)
+            verb = "is" if len(numbers) == 1 else "are"
+            self.collector.report_error(
+                FileChangedError(
+                    f"{self._name}: {describe_lines(numbers)} appended to {moved.source} "
+                    f"after it was finished and moved to {moved.target} {verb} not read "
+                    "(counted as lost); a file must be complete when it appears in the "
+                    "directory"
+                )
+            )
 
     def _flush(self) -> None:
         """Write the record of every file whose acked prefix moved."""
