@@ -170,9 +170,13 @@ class Rows:
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
+        self.errors: list[str] = []
 
     def emit(self, values: list[Any]) -> None:
         self.rows.append(list(values))
+
+    def report_error(self, error: BaseException | str) -> None:
+        self.errors.append(str(error))
 
 
 def test_batch_metadata_replays_the_same_lines_after_the_file_grew(tmp_path: Path) -> None:
@@ -184,7 +188,15 @@ def test_batch_metadata_replays_the_same_lines_after_the_file_grew(tmp_path: Pat
     emitter = spout.get_emitter({}, None)
     first, again, second, third = Rows(), Rows(), Rows(), Rows()
     meta = emitter.emit_partition_batch_new(None, first, 0, None)
-    assert meta == {"file": "t.csv", "first_line": 1, "start": 0, "last_line": 2, "end": 13}
+    inode = path.stat().st_ino
+    assert meta == {
+        "file": "t.csv",
+        "first_line": 1,
+        "start": 0,
+        "last_line": 2,
+        "end": 13,
+        "inode": inode,
+    }
     assert first.rows == [["fig", None]]  # the header, then one record
     meta2 = emitter.emit_partition_batch_new(None, second, 0, meta)
     assert second.rows == [["kiwi", None], ["plum", None]]
@@ -198,7 +210,14 @@ def test_batch_metadata_replays_the_same_lines_after_the_file_grew(tmp_path: Pat
         .emit_partition_batch_new(None, third, 0, meta2)
     )  # a new emitter reads the header again
     assert third.rows == [["lime", None], ["date", None]]
-    assert meta3 == {"file": "t.csv", "first_line": 5, "start": 27, "last_line": 6, "end": 41}
+    assert meta3 == {
+        "file": "t.csv",
+        "first_line": 5,
+        "start": 27,
+        "last_line": 6,
+        "end": 41,
+        "inode": inode,
+    }
 
 
 def test_partition_numbers_never_change_as_files_come(tmp_path: Path) -> None:
@@ -217,3 +236,66 @@ def test_partition_numbers_never_change_as_files_come(tmp_path: Path) -> None:
     rows = Rows()
     emitter.emit_partition_batch_new(None, rows, 1, None)
     assert rows.rows == [["y", None]]
+
+
+def test_a_replay_of_a_replaced_file_fails_instead_of_emitting_the_new_file(
+    tmp_path: Path,
+) -> None:
+    """A transactional replay must emit the lines of its first attempt: if the file now
+    under the name is another one (or was truncated), the replay fails naming the file;
+    it never emits the other file's bytes under the old batch."""
+    path = tmp_path / "t.txt"
+    write(path, ["alpha", "beta", "gamma"])
+    emitter = emitter_of(FileTridentSpout(tmp_path, batch_lines=2))
+    meta = emitter.emit_partition_batch_new(None, Rows(), 0, None)
+    write(path, ["0123456789", "abcdefghij"])  # replaced by rename, longer than before
+    replay = Rows()
+    with pytest.raises(OSError, match=r"t\.txt was replaced by another file"):
+        emitter.emit_partition_batch(None, replay, 0, meta)
+    assert replay.rows == []
+    meta = emitter.emit_partition_batch_new(None, Rows(), 0, None)  # the new file's first
+    os.truncate(path, 3)  # the same file, truncated in place
+    with pytest.raises(OSError, match=r"t\.txt was truncated to 3 bytes \(22 were read\)"):
+        emitter.emit_partition_batch(None, Rows(), 0, meta)
+
+
+def emitter_of(spout: FileTridentSpout) -> Any:
+    """The spout's emitter, once its coordinator has registered the files."""
+    spout.get_coordinator({}, None).number_of_partitions()
+    return spout.get_emitter({}, None)
+
+
+def test_a_file_replaced_between_batches_is_reported_and_read_as_a_new_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.txt"
+    write(path, ["alpha", "beta", "gamma"])
+    emitter = emitter_of(FileTridentSpout(tmp_path, batch_lines=2))
+    first = Rows()
+    meta = emitter.emit_partition_batch_new(None, first, 0, None)
+    assert first.rows == [["alpha", None], ["beta", None]]
+    write(path, ["one", "two"])  # "gamma" was never read
+    second = Rows()
+    meta2 = emitter.emit_partition_batch_new(None, second, 0, meta)
+    assert second.rows == [["one", None], ["two", None]]
+    assert meta2 == {
+        "file": "t.txt",
+        "first_line": 1,
+        "start": 0,
+        "last_line": 2,
+        "end": 8,
+        "inode": path.stat().st_ino,
+    }
+    assert len(second.errors) == 1
+    assert f"{path} was replaced by another file" in second.errors[0]
+    assert "whatever followed line 2 of the file read before" in second.errors[0]
+    again = Rows()
+    emitter.emit_partition_batch(None, again, 0, meta2)  # the new batch replays exactly
+    assert again.rows == second.rows
+    os.truncate(path, 0)  # truncated in place, then written again (copy-truncate)
+    path.write_text("three\n")
+    third = Rows()
+    meta3 = emitter.emit_partition_batch_new(None, third, 0, meta2)
+    assert third.rows == [["three", None]]
+    assert meta3["first_line"] == 1 and meta3["start"] == 0
+    assert f"{path} was truncated" in third.errors[0]

@@ -14,7 +14,7 @@ from typing import Any
 
 from squall.connectors.files.checks import path_text
 from squall.connectors.files.formats import LineParser, MalformedRecord, output_fields
-from squall.connectors.files.lines import Line, LineReader, read_span
+from squall.connectors.files.lines import Line, LineReader, change, read_span
 from squall.connectors.files.listing import list_files
 from squall.connectors.files.progress import PROGRESS_DIRECTORY, fsync_directory, write_atomically
 from squall.connectors.files.records import RecordOptions
@@ -135,14 +135,39 @@ class FilePartitionEmitter:
     def emit_partition_batch_new(
         self, attempt: Any, collector: Any, partition: int, last_meta: dict[str, Any] | None
     ) -> dict[str, Any]:
-        """Emit the lines after ``last_meta``; return this batch's metadata."""
+        """Emit the lines after ``last_meta``; return this batch's metadata.
+
+        The metadata names the file's inode, so that a replay reads the same file. If
+        the file under the partition's name is no longer the one ``last_meta`` read
+        (another file was put in its place, or it was truncated), the change is reported
+        through ``collector.report_error`` naming the file, the lines of the old file
+        not yet read are lost with it, and the file is read from its start as a new file.
+
+        Raises:
+            FileChangedError: the file changed again between its check and its opening
+                (the batch fails; its next attempt sees the new file).
+        """
         name = self._registry.name(partition)
+        path = self._path(name)
         line, offset = (last_meta["last_line"], last_meta["end"]) if last_meta else (0, 0)
-        reader = LineReader(self._path(name), line, offset)
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:  # the file is gone: nothing more from it
+            return {**(last_meta or {"file": name, "inode": None}), **_empty_span(line, offset)}
+        read_inode = last_meta.get("inode") if last_meta else None
+        if read_inode is not None:
+            problem = change(path, status.st_ino, status.st_size, read_inode, offset)
+            if problem is not None:
+                collector.report_error(
+                    f"FileTridentSpout: {problem}; whatever followed line {line} of the "
+                    "file read before was not read and is lost; reading the file now "
+                    "there from its start"
+                )
+                line, offset = 0, 0
+                self._parsers.pop(name, None)
+        reader = LineReader(path, line, offset, inode=status.st_ino)
         try:
             lines = reader.read(self._spout.batch_lines)
-        except FileNotFoundError:
-            lines = []  # the file is gone: nothing more from it
         finally:
             reader.close()
         meta = {
@@ -151,6 +176,7 @@ class FilePartitionEmitter:
             "start": offset,
             "last_line": reader.line,
             "end": reader.offset,
+            "inode": status.st_ino,
         }
         self._emit(collector, name, lines)
         return meta
@@ -161,12 +187,16 @@ class FilePartitionEmitter:
         """Emit again exactly the lines of ``meta``.
 
         Raises:
-            OSError: the file no longer holds them.
+            FileChangedError: the file is no longer the one the batch read (another
+                file under its name, or truncated): a replay never emits other bytes.
+            OSError: the file no longer holds the lines, or cannot be read.
         """
         if meta["end"] == meta["start"]:
             return
         name = meta["file"]
-        lines = read_span(self._path(name), meta["start"], meta["end"], meta["first_line"])
+        lines = read_span(
+            self._path(name), meta["start"], meta["end"], meta["first_line"], meta.get("inode")
+        )
         self._emit(collector, name, lines)
 
     def close(self) -> None:
@@ -224,10 +254,12 @@ class FileTridentSpout(RecordOptions, PartitionedTridentSpout, ValidatesSubmissi
     failed batches, restarts and crashes (with a durable coordination store:
     ``topology.transactional.state.dir`` on the local engine, the checkpoint directory
     on Spark). A batch of a file is its next ``batch_lines`` complete lines; its
-    metadata is ``{"file", "first_line", "start", "last_line", "end"}`` (line numbers
-    and byte offsets), stored by the engine, so a replayed transaction emits exactly
-    the same lines. Files must therefore only grow by whole lines at their end (or be
-    renamed in complete) while the topology runs; a trailing line without ``\\n`` is
+    metadata is ``{"file", "first_line", "start", "last_line", "end", "inode"}`` (line
+    numbers, byte offsets and the file's inode), stored by the engine, so a replayed
+    transaction emits exactly the same lines of the same file, or fails with
+    ``FileChangedError`` if the file was replaced or truncated (a new batch reports such
+    a change and reads the new file from its start). Files must therefore only grow by
+    whole lines at their end (or be renamed in complete) while the topology runs; a trailing line without ``\\n`` is
     not read until complete.
 
     **Partitions.** The coordinator lists the directory at most every ``scan_ms`` and
@@ -317,3 +349,8 @@ class FileTridentSpout(RecordOptions, PartitionedTridentSpout, ValidatesSubmissi
     def get_emitter(self, conf: dict[str, Any], context: Any) -> FilePartitionEmitter:
         """An emitter, in each emitter task (Spark: each executor partition)."""
         return FilePartitionEmitter(self)
+
+
+def _empty_span(line: int, offset: int) -> dict[str, Any]:
+    """Metadata fields of a batch that read nothing after ``line`` (at ``offset``)."""
+    return {"first_line": line + 1, "start": offset, "last_line": line, "end": offset}
