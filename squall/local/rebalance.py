@@ -68,8 +68,12 @@ def check_request(
     Raises:
         InvalidTopologyError: ``num_workers`` is not an integer >= 1; ``executors`` is
             not a mapping, names a component the topology lacks, or gives a component
-            a count outside 1..its task count; ``wait_secs`` is not a number >= 0. The
-            message names the topology, the component and the allowed range.
+            a count outside 1..its task count, or a colocated component (see
+            ``ComponentSpec.colocated_with``) another count than its leader's;
+            ``wait_secs`` is not a number >= 0. The message names the topology, the
+            component and the allowed range.
+
+    A colocated component whose leader's count changes gets the same count.
     """
     where = f"rebalance of topology {name!r}"
     if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
@@ -97,6 +101,7 @@ def check_request(
                 f"runs in 1 to {len(tasks)} executor(s); got {count!r}"
             )
         counts[component_id] = count
+    _follow_leaders(where, plan, counts)
     if (
         not isinstance(wait_secs, int | float)
         or isinstance(wait_secs, bool)
@@ -105,6 +110,22 @@ def check_request(
     ):
         raise InvalidTopologyError(f"{where}: wait_secs must be a number >= 0, got {wait_secs!r}")
     return RebalanceRequest(num_workers, counts, float(wait_secs))
+
+
+def _follow_leaders(where: str, plan: TaskPlan, counts: dict[str, int]) -> None:
+    """Give each colocated component its leader's new executor count (its executors
+    follow the leader's); refuse another count for it."""
+    current = plan.component_executors()
+    for follower, leader in sorted(plan.colocated.items()):
+        count = counts.get(leader, current[leader])
+        if counts.get(follower, count) != count:
+            raise InvalidTopologyError(
+                f"{where}: component {follower!r} runs its tasks with those of {leader!r} "
+                f"(in the same workers), so it has as many executors as {leader!r} "
+                f"({count}); got {counts[follower]!r}: change {leader!r}'s instead"
+            )
+        if leader in counts:
+            counts[follower] = count
 
 
 def tick_dues(workers: Iterable[Worker]) -> dict[int, float]:
