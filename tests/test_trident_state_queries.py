@@ -211,6 +211,7 @@ def test_a_query_of_an_in_process_state_runs_with_the_tasks_of_its_partitions() 
     assert set(segments) >= {state, query}
     assert built.get_component(query).colocated_with == state
     assert built.get_component(query).parallelism == 4
+    assert built.get_component(state).colocated_with is None
     edge = next(e for e in built.batch_ir.edges if e.target == query)
     assert (edge.grouping.name, edge.fields) == ("FIELDS", ("word",))
     for workers in (1, 2, 3, 5):
@@ -248,13 +249,18 @@ def static_memory(topology: TridentTopology) -> TridentState:
     return topology.new_static_state(MemoryMapState.factory())
 
 
+def of_another_topology(topology: TridentTopology) -> TridentState:
+    return counted(TridentTopology(), MemoryMapState.factory())
+
+
 @pytest.mark.parametrize(
     ("make_state", "why"),
     [
         (partition_persisted, "partition_persist decides which partition holds a key"),
         (static_memory, "no stream of this topology updates it"),
+        (of_another_topology, "no stream of this topology updates it"),
     ],
-    ids=["partition_persist", "static"],
+    ids=["partition_persist", "static", "another_topology"],
 )
 def test_a_query_worker_processes_cannot_answer_is_refused_at_submit(
     make_state: Any, why: str
@@ -301,3 +307,16 @@ def test_a_rebalance_moves_a_query_with_its_state() -> None:
         f"{state!r} (in the same workers), so it has as many executors as {state!r} (4); "
         f"got 2: change {state!r}'s instead"
     )
+
+
+def test_a_query_hint_above_the_states_gives_both_its_task_count() -> None:
+    # As in Storm, where a state and its queries share a bolt: the largest hint wins.
+    topology = TridentTopology()
+    with LocalDRPC() as drpc:
+        counts = counted(topology, MemoryMapState.factory(), parallelism=2)
+        words(topology, "words", drpc).group_by(Fields("word")).state_query(
+            counts, Fields("word"), MapGet(), Fields("count")
+        ).parallelism_hint(6)
+        built = topology.build()
+    tasks = {spec.component_id: spec.num_tasks for spec in built if not spec.system}
+    assert tasks["b2-persistent_aggregate(Count)"] == tasks["b4-state_query(MapGet)"] == 6

@@ -235,10 +235,10 @@ def _state_bindings(
             access = StateAccess.UPDATE
         elif isinstance(processor, StateQueryProcessor):
             access = StateAccess.QUERY
-            update = keyed_update(processor.node)
+            update = keyed_update(processor.node, segment_of)
             if update is not None:
                 partitions_of = segment_of[update.id].component_id
-            unrouted = unrouted_reason(processor.node)
+            unrouted = unrouted_reason(processor.node, segment_of)
         else:
             continue
         factory = processor.factory

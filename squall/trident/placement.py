@@ -24,6 +24,7 @@ several processes refuse it (``TridentIR.check_worker_processes``).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from squall.model.fields import Fields
@@ -35,26 +36,32 @@ if TYPE_CHECKING:
     from squall.trident.stream import TridentTopology
 
 
-def keyed_update(query: Node) -> Node | None:
+def keyed_update(query: Node, nodes: Container[int]) -> Node | None:
     """The ``persistent_aggregate`` node that updates the state ``query`` (a
     ``state_query`` node) reads, if that state keeps its data in each process and so
-    must be read where its partitions are; else ``None``."""
+    must be read where its partitions are, and the node is one of ``nodes`` (the ids of
+    the topology's nodes); else ``None``."""
     if query.kind != "state_query":
         return None
     state = query.params["state"]
     update = state.node
-    if update is None or locality_of(state.factory) is not StateLocality.IN_PROCESS:
+    if update is None or update.id not in nodes:
+        return None
+    if locality_of(state.factory) is not StateLocality.IN_PROCESS:
         return None
     return update if update.params.get("mode") in ("combiner", "reducer") else None
 
 
-def unrouted_reason(query: Node) -> str:
+def unrouted_reason(query: Node, nodes: Container[int]) -> str:
     """Why a query of an in-process state cannot be sent to the partition holding its
-    key ("" for a query that can, or of a state every process reaches)."""
+    key ("" for a query that can, or of a state every process reaches); ``nodes``: the
+    ids of the topology's nodes."""
     state = query.params["state"]
-    if locality_of(state.factory) is not StateLocality.IN_PROCESS or keyed_update(query):
+    if locality_of(state.factory) is not StateLocality.IN_PROCESS:
         return ""
-    if state.node is None:
+    if keyed_update(query, nodes) is not None:
+        return ""
+    if state.node is None or state.node.id not in nodes:
         return "no stream of this topology updates it"
     return "partition_persist decides which partition holds a key"
 
@@ -76,8 +83,9 @@ def route_state_queries(topology: TridentTopology) -> None:
     """Repartition the stream of every query that :func:`keyed_update` finds by the key
     it reads, unless the stream before it is partitioned so already. Runs where the
     topology is built; adding the repartition again is a no-op."""
+    nodes = {node.id for node in topology.nodes}
     for query in list(topology.nodes):
-        update = keyed_update(query)
+        update = keyed_update(query, nodes)
         if update is None:
             continue
         routing = _routing(query, update)
@@ -102,7 +110,7 @@ def colocations(segments: list[Segment], segment_of: dict[int, Segment]) -> None
 
     for segment in segments:
         for node in segment.nodes:
-            update = keyed_update(node)
+            update = keyed_update(node, segment_of)
             if update is not None:
                 a, b = root(segment.index), root(segment_of[update.id].index)
                 owner[max(a, b)] = min(a, b)
