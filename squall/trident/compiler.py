@@ -78,7 +78,8 @@ class Segment:
     #: Its task count when it is placed with other segments (a state and its queries,
     #: see :mod:`squall.trident.placement`); ``None``: its parallelism.
     placed_tasks: int | None = None
-    #: The segment whose task of each index runs in the worker of its task of that index.
+    #: The segment it runs with: its task of each index in the worker of that segment's
+    #: task of the same index.
     colocated_with: str | None = None
 
     @property

@@ -148,9 +148,10 @@ class SegmentIR:
         states: every state its processors update or query, in processor order.
         returns_drpc_results: whether it is a DRPC stream's last segment, the one that
             returns each request's result.
-        colocated_with: the segment whose task of each index runs in the worker of this
-            segment's task of that index (a state's segment, for a segment querying
-            it: see ``StateBinding.partitions_of``); they have as many tasks.
+        colocated_with: the segment this one runs with: its task of each index runs in
+            the worker of that segment's task of the same index, and they have as many
+            tasks (a state's segment, for a segment querying it: see
+            ``StateBinding.partitions_of``); ``None`` for most segments.
     """
 
     component_id: str
@@ -289,10 +290,11 @@ class TridentIR(ChecksWorkerProcesses):
                     factory = type(binding.factory).__name__
                     raise InvalidTopologyError(
                         f"topology {topology_name!r} cannot run in worker processes: "
-                        f"{segment.component_id!r} queries a {factory} state, which each "
-                        f"process keeps in its own memory, and {binding.unrouted_because}, "
-                        "so the query cannot be sent to the process holding a key and "
-                        "would read another process's store. Run it on worker threads "
+                        f"{segment.component_id!r} queries a state made by {factory}, "
+                        "which each process keeps in its own memory, and "
+                        f"{binding.unrouted_because}, so its queries cannot be sent to the "
+                        "process holding each key: each would read only its own "
+                        "process's store. Run it on worker threads "
                         '(topology.worker.kind = "thread") or keep the state in a store '
                         "every process reaches (SqliteMapState, RedisMapState)"
                     )

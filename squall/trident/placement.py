@@ -114,9 +114,10 @@ def colocations(segments: list[Segment], segment_of: dict[int, Segment]) -> None
             if update is not None:
                 a, b = root(segment.index), root(segment_of[update.id].index)
                 owner[max(a, b)] = min(a, b)
+    placed = {*owner, *owner.values()}
     together: dict[int, list[Segment]] = {}
     for segment in segments:
-        if segment.index in owner or any(segment.index == v for v in owner.values()):
+        if segment.index in placed:
             together.setdefault(root(segment.index), []).append(segment)
     for members in together.values():
         tasks = max(member.parallelism for member in members)
