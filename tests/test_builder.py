@@ -634,3 +634,25 @@ def test_custom_grouping_in_storm_order_says_which_comes_first() -> None:
     with pytest.raises(InvalidTopologyError) as caught:
         declarer.custom_grouping("s", FirstTask(), Fields("word"))  # type: ignore[arg-type]
     assert "got Fields('word') as its stream id" in str(caught.value)
+
+
+def colocated(leader_tasks: int, follower_tasks: int, leader: str = "a") -> TopologyBuilder:
+    builder = TopologyBuilder()
+    builder.set_spout("s", WordSpout())
+    builder.set_bolt("a", PassBolt(), leader_tasks).shuffle_grouping("s")
+    builder.set_bolt("b", PassBolt(), follower_tasks).shuffle_grouping("s").colocate_with(leader)
+    return builder
+
+
+def test_a_colocated_bolt_needs_another_component_with_as_many_tasks() -> None:
+    assert colocated(3, 3).create_topology().get_component("b").colocated_with == "a"
+    with pytest.raises(InvalidTopologyError, match="'b' has 2 task\\(s\\) and is colocated"):
+        colocated(3, 2).create_topology()
+    with pytest.raises(InvalidTopologyError, match="with 'x', which is not another component"):
+        colocated(3, 3, leader="x").create_topology()
+    with pytest.raises(InvalidTopologyError, match="with 'b', which is not another component"):
+        colocated(3, 3, leader="b").create_topology()
+    chained = colocated(2, 2)
+    chained.set_bolt("c", PassBolt(), 2).shuffle_grouping("s").colocate_with("b")
+    with pytest.raises(InvalidTopologyError, match="which is itself colocated with 'a'"):
+        chained.create_topology()

@@ -1010,12 +1010,20 @@ def test_a_drpc_stream_is_a_source_with_its_own_group() -> None:
             1,
             False,
             "drpc-words/coordinator",
-            (StateBinding(1, StateAccess.QUERY, MEMORY, IN_PROCESS),),
+            # Read where its partitions are: with the tasks of the state's segment.
+            (
+                StateBinding(
+                    1, StateAccess.QUERY, MEMORY, IN_PROCESS, "b2-persistent_aggregate(Count)"
+                ),
+            ),
             False,
         ),
         ("b5-aggregate(Sum)", 1, False, "drpc-words/coordinator", (), False),
         ("b6-return(words)", 1, False, "drpc-words/coordinator", (), True),
     ]
+    assert [s.colocated_with for s in ir.segments] == [
+        None, None, None, "b2-persistent_aggregate(Count)", None, None,
+    ]  # fmt: skip
     assert ir.edges[2:] == (
         EdgeIR("drpc-words", "default", "b3-each(Split)", LOCAL),
         EdgeIR("b3-each(Split)", stream(topology, 6), query, GroupingKind.FIELDS, ("word",)),

@@ -1351,7 +1351,9 @@ def test_parallelism_hints_set_the_task_counts_of_their_segments() -> None:
     persist_segment = by_operations[("partition", "persist")]
     assert tasks[each_segment["component"]] == 3
     assert tasks[persist_segment["component"]] == 4 and persist_segment["committer"]
-    assert tasks[by_operations[("flat_map", "state_query")]["component"]] == 2
+    assert tasks[by_operations[("flat_map",)]["component"]] == 2
+    # A query of a MemoryMapState runs with the tasks of the state's partitions.
+    assert tasks[by_operations[("partition", "state_query")]["component"]] == 4
     assert tasks[by_operations[("partition", "filter", "combine_partial")]["component"]] == 5
     assert tasks["sentences"] == 1 and tasks["drpc-words"] == 1
     assert tasks["sentences/coordinator"] == 1 and tasks["drpc-words/coordinator"] == 1

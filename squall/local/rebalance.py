@@ -78,9 +78,13 @@ def check_request(
         InvalidTopologyError: ``num_workers`` is not an integer (``True`` is not one)
             from 1 to that executor count; ``executors`` is not a mapping, names a
             component the topology lacks, or gives a component a count that is not an
-            integer from 1 to its task count; ``wait_secs`` is not a number >= 0. The
-            message names the topology, the bad value (cut short, see
-            :func:`~squall.model.errors.excerpt`) and the allowed range.
+            integer from 1 to its task count, or a colocated component (see
+            ``ComponentSpec.colocated_with``) another count than its leader's;
+            ``wait_secs`` is not a number >= 0. The message names the topology, the bad
+            value (cut short, see :func:`~squall.model.errors.excerpt`) and the allowed
+            range.
+
+    A colocated component whose leader's count changes gets the same count.
     """
     where = f"rebalance of topology {excerpt(name)}"
     if num_workers is not None and (not _is_int(num_workers) or num_workers < 1):
@@ -108,6 +112,7 @@ def check_request(
                 f"runs in 1 to {len(tasks)} executor(s); got {excerpt(count)}"
             )
         counts[component_id] = count
+    _follow_leaders(where, plan, counts)
     if num_workers is not None:
         total = sum({**plan.component_executors(), **counts}.values())
         if num_workers > total:
@@ -127,6 +132,22 @@ def check_request(
             f"{where}: wait_secs must be a number >= 0, got {excerpt(wait_secs)}"
         )
     return RebalanceRequest(num_workers, counts, float(wait_secs))
+
+
+def _follow_leaders(where: str, plan: TaskPlan, counts: dict[str, int]) -> None:
+    """Give each colocated component its leader's new executor count (its executors
+    follow the leader's); refuse another count for it."""
+    current = plan.component_executors()
+    for follower, leader in sorted(plan.colocated.items()):
+        count = counts.get(leader, current[leader])
+        if counts.get(follower, count) != count:
+            raise InvalidTopologyError(
+                f"{where}: component {follower!r} runs its tasks with those of {leader!r} "
+                f"(in the same workers), so it has as many executors as {leader!r} "
+                f"({count}); got {counts[follower]!r}: change {leader!r}'s instead"
+            )
+        if leader in counts:
+            counts[follower] = count
 
 
 def tick_dues(workers: Iterable[Worker]) -> dict[int, float]:

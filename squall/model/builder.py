@@ -61,6 +61,15 @@ class BoltDeclarer(ComponentDeclarer):
         self._spec.inputs.append(Subscription(component, stream, grouping))
         return self
 
+    def colocate_with(self, component: str) -> BoltDeclarer:
+        """Run this bolt's task of each index in the worker of ``component``'s task of
+        the same index (not a Storm API: squall's Trident compiler places a query of an
+        in-process state with the tasks holding its partitions). Both must have as many
+        tasks; this bolt's executors follow ``component``'s (see
+        ``ComponentSpec.colocated_with``)."""
+        self._spec.colocated_with = component
+        return self
+
     def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
         """Tuples are spread evenly over this bolt's tasks."""
         return self._subscribe(component, stream, Grouping(GroupingKind.SHUFFLE))
@@ -208,6 +217,8 @@ class TopologyBuilder:
         for spec in components.values():
             if not spec.is_spout:
                 _check_inputs(spec, components)
+            if spec.colocated_with is not None:
+                _check_colocation(spec, components)
         return StormTopology(components)
 
 
@@ -257,6 +268,27 @@ def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None
     if not isinstance(user_conf, dict):
         raise InvalidTopologyError(f"{where}: get_component_configuration must return a dict")
     spec.conf = {**user_conf, **spec.conf}
+
+
+def _check_colocation(spec: ComponentSpec, components: dict[str, ComponentSpec]) -> None:
+    where = f"{spec.kind} {spec.component_id!r}"
+    leader = components.get(spec.colocated_with or "")
+    if leader is None or leader is spec:
+        raise InvalidTopologyError(
+            f"{where} is colocated with {spec.colocated_with!r}, which is not another "
+            f"component of the topology; components are {sorted(components)}"
+        )
+    if leader.colocated_with is not None:
+        raise InvalidTopologyError(
+            f"{where} is colocated with {leader.component_id!r}, which is itself colocated "
+            f"with {leader.colocated_with!r}: colocate both with {leader.colocated_with!r}"
+        )
+    if leader.num_tasks != spec.num_tasks:
+        raise InvalidTopologyError(
+            f"{where} has {spec.num_tasks} task(s) and is colocated with "
+            f"{leader.component_id!r}, which has {leader.num_tasks}: colocated components "
+            "need as many tasks"
+        )
 
 
 def _declared_streams(spec: ComponentSpec) -> dict[str, Any]:

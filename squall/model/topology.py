@@ -34,6 +34,11 @@ class ComponentSpec:
     """One spout or bolt of a topology, as declared.
 
     ``component`` is the user's object; engines give every task its own copy of it.
+    ``colocated_with`` names another component whose task of each index runs in the
+    same worker as this component's task of that index (they have as many tasks, and
+    this component's executors follow that component's): a bolt that reads what the
+    other's tasks keep in their worker's memory (a Trident query of an in-process
+    state). ``None`` for every other component.
     """
 
     component_id: str
@@ -45,6 +50,7 @@ class ComponentSpec:
     inputs: list[Subscription] = field(default_factory=list)
     streams: dict[str, StreamDeclaration] = field(default_factory=dict)
     system: bool = False
+    colocated_with: str | None = None
 
     def copy(self) -> ComponentSpec:
         """A copy whose lists and dicts can change without touching this spec (the
@@ -59,6 +65,7 @@ class ComponentSpec:
             list(self.inputs),
             dict(self.streams),
             self.system,
+            self.colocated_with,
         )
 
     @property

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.model.config import Config
+from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
 
 
@@ -25,13 +26,19 @@ class ExecutorPlan:
 
 @dataclass
 class TaskPlan:
-    """Task ids per component (ascending, starting at 1, components in id order)."""
+    """Task ids per component (ascending, starting at 1, components in id order).
+
+    ``colocated`` maps each component declared ``colocated_with`` another to that
+    component: its task of each index runs in the worker of the other's task of that
+    index, in executors that follow the other's.
+    """
 
     component_tasks: dict[str, list[int]]
     task_component: dict[int, str]
     executors: list[ExecutorPlan]
     num_workers: int
     task_worker: dict[int, int] = field(default_factory=dict)
+    colocated: dict[str, str] = field(default_factory=dict)
 
     @property
     def max_task_id(self) -> int:
@@ -58,10 +65,11 @@ class TaskPlan:
         Changes this plan in place, so every holder of it (a task's
         ``TopologyContext``) sees the new layout: the local engine's rebalance calls it
         while no task runs. Counts are not checked here (see
-        ``squall.local.rebalance.check_request``).
+        ``squall.local.rebalance.check_request``); a colocated component's executors
+        follow its leader's whatever its count.
         """
         counts = {**self.component_executors(), **executors}
-        dealt = deal_executors(self.component_tasks, counts, num_workers)
+        dealt = deal_executors(self.component_tasks, counts, num_workers, self.colocated)
         self.executors = dealt
         self.task_worker = {task: ex.worker for ex in dealt for task in ex.tasks}
         self.num_workers = num_workers
@@ -79,23 +87,40 @@ def split_evenly(items: list[int], parts: int) -> list[list[int]]:
 
 
 def deal_executors(
-    component_tasks: Mapping[str, list[int]], executors: Mapping[str, int], workers: int
+    component_tasks: Mapping[str, list[int]],
+    executors: Mapping[str, int],
+    workers: int,
+    colocated: Mapping[str, str] | None = None,
 ) -> list[ExecutorPlan]:
     """Split each component's tasks into ``executors[c]`` contiguous runs (at least one,
     at most one per task; a component left out gets one), then deal those executors to
-    ``workers`` workers round-robin, in the order of their first task."""
+    ``workers`` workers round-robin, in the order of their first task.
+
+    A component of ``colocated`` (follower -> leader, both with as many tasks) is not
+    dealt: it gets an executor for each of its leader's, with the tasks of the same
+    indexes, in the same worker. The executors are listed in the order of their first
+    task."""
+    followers = colocated or {}
     runs: list[tuple[str, list[int]]] = []
     for component_id in sorted(component_tasks):
         tasks = component_tasks[component_id]
-        if not tasks:
+        if not tasks or component_id in followers:
             continue
         count = max(1, min(executors.get(component_id, 1), len(tasks)))
         runs.extend((component_id, run) for run in split_evenly(tasks, count))
     runs.sort(key=lambda item: item[1][0])
-    return [
+    dealt = [
         ExecutorPlan(cid, tuple(tasks), position % workers)
         for position, (cid, tasks) in enumerate(runs)
     ]
+    for follower, leader in sorted(followers.items()):
+        own, led = component_tasks[follower], component_tasks[leader]
+        dealt.extend(
+            ExecutorPlan(follower, tuple(own[led.index(task)] for task in ex.tasks), ex.worker)
+            for ex in list(dealt)
+            if ex.component_id == leader
+        )
+    return sorted(dealt, key=lambda ex: ex.tasks[0])
 
 
 def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
@@ -105,6 +130,12 @@ def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
     included), as Storm does. A component with ``p`` executors and ``n`` tasks gets ``p``
     executors of contiguous tasks (``min(p, n)`` if fewer tasks); executors are dealt to
     workers round-robin in task order. ``topology.max.task.parallelism`` caps both counts.
+    A component ``colocated_with`` another runs its tasks in executors that follow the
+    other's (see :func:`deal_executors`).
+
+    Raises:
+        InvalidTopologyError: a colocated component ends up with another task count than
+            the component it is colocated with (a cap of one of them).
     """
     cap = conf.get(Config.TOPOLOGY_MAX_TASK_PARALLELISM)
     workers = max(1, int(conf.get(Config.TOPOLOGY_WORKERS) or 1))
@@ -125,6 +156,15 @@ def build_plan(topology: StormTopology, conf: dict[str, Any]) -> TaskPlan:
         for task in tasks:
             task_component[task] = component_id
         parallelism_of[component_id] = parallelism
-    executors = deal_executors(component_tasks, parallelism_of, workers)
+    colocated = {spec.component_id: spec.colocated_with for spec in topology if spec.colocated_with}
+    for follower, leader in colocated.items():
+        if len(component_tasks[follower]) != len(component_tasks[leader]):
+            raise InvalidTopologyError(
+                f"component {follower!r} is colocated with {leader!r}, but they run "
+                f"{len(component_tasks[follower])} and {len(component_tasks[leader])} "
+                "task(s) (topology.max.task.parallelism): colocated components need as "
+                "many tasks"
+            )
+    executors = deal_executors(component_tasks, parallelism_of, workers, colocated)
     task_worker = {task: ex.worker for ex in executors for task in ex.tasks}
-    return TaskPlan(component_tasks, task_component, executors, workers, task_worker)
+    return TaskPlan(component_tasks, task_component, executors, workers, task_worker, colocated)

@@ -11,6 +11,10 @@ the IR as ``batch_ir``.
   around a :class:`~squall.trident.segment.TridentSegment`), a committer when it
   updates a state, named ``b<N>-<label>`` after its ``.name()`` or its operations
   (:mod:`squall.trident.naming`).
+* A query of a state each process keeps in memory (``MemoryMapState``) that a
+  ``persistent_aggregate`` updates is repartitioned by the key it reads and its segment
+  colocated with the state's, so it reads the partition holding the key in whatever
+  worker holds it (:mod:`squall.trident.placement`).
 * The regular spouts share one coordinator spout (``<stream ids>/coordinator``), each
   spout has an emitter bolt named by its stream id; a DRPC stream gets its own
   coordinator and emitter (``drpc-<function>``) and ends in a global step that
@@ -41,6 +45,12 @@ from squall.trident.ir import (
 )
 from squall.trident.lowering import lower
 from squall.trident.naming import segment_component_id
+from squall.trident.placement import (
+    colocations,
+    keyed_update,
+    route_state_queries,
+    unrouted_reason,
+)
 from squall.trident.processors import (
     PROCESSORS,
     DRPCReturnProcessor,
@@ -65,6 +75,12 @@ class Segment:
     component_id: str = ""
     outputs: dict[str, Fields] = field(default_factory=dict)
     inputs: list[tuple[Segment, str, Node, int]] = field(default_factory=list)
+    #: Its task count when it is placed with other segments (a state and its queries,
+    #: see :mod:`squall.trident.placement`); ``None``: its parallelism.
+    placed_tasks: int | None = None
+    #: The segment it runs with: its task of each index in the worker of that segment's
+    #: task of the same index.
+    colocated_with: str | None = None
 
     @property
     def head(self) -> Node:
@@ -85,6 +101,12 @@ class Segment:
     def parallelism(self) -> int:
         """The largest parallelism hint of its operations (1 by default)."""
         return max((n.parallelism for n in self.nodes if n.parallelism), default=1)
+
+    @property
+    def tasks(self) -> int:
+        """Its task count: its parallelism, or the count it shares with the segments it
+        is placed with."""
+        return self.placed_tasks if self.placed_tasks is not None else self.parallelism
 
 
 def _stream_of(node: Node) -> str:
@@ -151,6 +173,7 @@ def _segments(topology: TridentTopology) -> tuple[list[Segment], dict[int, Segme
         else:
             bolts += 1
             segment.component_id = segment_component_id(bolts, segment.nodes)
+    colocations(segments, segment_of)
     return segments, segment_of
 
 
@@ -203,17 +226,28 @@ def _grouping(node: Node, side: int) -> tuple[GroupingKind, tuple[str, ...]]:
     return GroupingKind.LOCAL_OR_SHUFFLE, ()
 
 
-def _state_bindings(processors: list[Processor]) -> tuple[StateBinding, ...]:
+def _state_bindings(
+    processors: list[Processor], segment_of: dict[int, Segment]
+) -> tuple[StateBinding, ...]:
     bindings = []
     for processor in processors:
+        partitions_of, unrouted = None, ""
         if isinstance(processor, PersistProcessor):
             access = StateAccess.UPDATE
         elif isinstance(processor, StateQueryProcessor):
             access = StateAccess.QUERY
+            update = keyed_update(processor.node, segment_of)
+            if update is not None:
+                partitions_of = segment_of[update.id].component_id
+            unrouted = unrouted_reason(processor.node, segment_of)
         else:
             continue
         factory = processor.factory
-        bindings.append(StateBinding(processor.index, access, factory, locality_of(factory)))
+        bindings.append(
+            StateBinding(
+                processor.index, access, factory, locality_of(factory), partitions_of, unrouted
+            )
+        )
     return tuple(bindings)
 
 
@@ -234,9 +268,7 @@ def _sources(segments: list[Segment]) -> list[SourceIR]:
         spout = segment.head.params["spout"]
         fields = tuple(segment.head.output_fields)
         kind = _spout_kind(spout)
-        sources.append(
-            SourceIR(segment.component_id, kind, fields, regular, segment.parallelism, spout)
-        )
+        sources.append(SourceIR(segment.component_id, kind, fields, regular, segment.tasks, spout))
     for segment in segments:
         head = segment.head
         if head.kind == "drpc_spout":
@@ -328,6 +360,7 @@ def build_ir(topology: TridentTopology) -> TridentIR:
     if not any(n.kind in ("spout", "drpc_spout") for n in topology.nodes):
         raise InvalidTopologyError("a Trident topology needs at least one stream (new_stream)")
     _add_drpc_returns(topology)
+    route_state_queries(topology)
     segments, segment_of = _segments(topology)
     wiring = _wire(segments, segment_of)
     sources = _sources(segments)
@@ -343,11 +376,12 @@ def build_ir(topology: TridentTopology) -> TridentIR:
             SegmentIR(
                 segment.component_id,
                 TridentSegment(processors, entries, dict(segment.outputs)),
-                segment.parallelism,
+                segment.tasks,
                 segment.committer,
                 coordinator_of[segment.head.source.id],
-                _state_bindings(processors),
+                _state_bindings(processors, segment_of),
                 any(isinstance(p, DRPCReturnProcessor) for p in processors),
+                segment.colocated_with,
             )
         )
         for source, stream, node, side in segment.inputs:
@@ -376,13 +410,15 @@ __all__ = ["Segment", "build_ir", "compile_topology"]
 
 
 def describe(topology: TridentTopology) -> list[dict[str, Any]]:
-    """The segments a topology compiles to (for inspection and tests)."""
+    """The segments a topology compiles to (for inspection and tests). Adds the
+    repartitions that send state queries to their state's partitions (as ``build``)."""
+    route_state_queries(topology)
     segments, _ = _segments(topology)
     return [
         {
             "component": s.component_id,
             "operations": [n.kind for n in s.nodes],
-            "parallelism": s.parallelism,
+            "parallelism": s.tasks,
             "committer": s.committer,
         }
         for s in segments

@@ -18,7 +18,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GroupingKind
+from squall.runtime.hooks import ChecksWorkerProcesses
 from squall.trident.segment import TridentSegment
 from squall.trident.spouts import AnyTridentSpout
 from squall.trident.state.base import StateLocality
@@ -110,12 +112,23 @@ class StateBinding:
         locality: whether the factory's states can be used from any process
             (``StateFactory.locality``; ``SHARED`` for a factory that is not a
             ``StateFactory``).
+        partitions_of: for a query of an in-process state this topology updates with
+            ``persistent_aggregate``: the component id of the segment that updates it.
+            The query's tuples are partitioned by the key they read over as many tasks
+            as that segment has, each task in the worker of that segment's task of its
+            index, so each key is read in the process holding its partition (see
+            :mod:`squall.trident.placement`). ``None`` otherwise.
+        unrouted_because: for a query of an in-process state that cannot be sent to the
+            partition holding its key, why (``partition_persist`` chooses the keys of
+            each partition; no stream of the topology updates the state); else "".
     """
 
     processor: int
     access: StateAccess
     factory: Any
     locality: StateLocality
+    partitions_of: str | None = None
+    unrouted_because: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +148,10 @@ class SegmentIR:
         states: every state its processors update or query, in processor order.
         returns_drpc_results: whether it is a DRPC stream's last segment, the one that
             returns each request's result.
+        colocated_with: the segment this one runs with: its task of each index runs in
+            the worker of that segment's task of the same index, and they have as many
+            tasks (a state's segment, for a segment querying it: see
+            ``StateBinding.partitions_of``); ``None`` for most segments.
     """
 
     component_id: str
@@ -144,6 +161,7 @@ class SegmentIR:
     coordinator_id: str
     states: tuple[StateBinding, ...] = ()
     returns_drpc_results: bool = False
+    colocated_with: str | None = None
 
     @property
     def uses_in_process_state(self) -> bool:
@@ -204,7 +222,7 @@ class QueryGroupIR:
 
 
 @dataclass(frozen=True)
-class TridentIR:
+class TridentIR(ChecksWorkerProcesses):
     """A compiled Trident topology: batch sources, segments, the streams between them and
     the query groups.
 
@@ -252,3 +270,31 @@ class TridentIR:
     def edges_from(self, component_id: str) -> list[EdgeIR]:
         """The edges leaving source or segment ``component_id``, in ``edges`` order."""
         return [edge for edge in self.edges if edge.source == component_id]
+
+    def check_worker_processes(self, topology_name: str) -> None:
+        """Refuse to run in worker processes (``ChecksWorkerProcesses``) a state query
+        that would read another store than the one holding its keys: a query of an
+        in-process state that cannot be sent to its key's partition
+        (``StateBinding.unrouted_because``). Each worker process has a store of its own,
+        so the query would read an empty or partial one.
+
+        Runs in the submitting process, before any worker starts.
+
+        Raises:
+            InvalidTopologyError: naming the topology, the querying segment, the state's
+                factory and why.
+        """
+        for segment in self.segments:
+            for binding in segment.states:
+                if binding.access is StateAccess.QUERY and binding.unrouted_because:
+                    factory = type(binding.factory).__name__
+                    raise InvalidTopologyError(
+                        f"topology {topology_name!r} cannot run in worker processes: "
+                        f"{segment.component_id!r} queries a state made by {factory}, "
+                        "which each process keeps in its own memory, and "
+                        f"{binding.unrouted_because}, so its queries cannot be sent to the "
+                        "process holding each key: each would read only its own "
+                        "process's store. Run it on worker threads "
+                        '(topology.worker.kind = "thread") or keep the state in a store '
+                        "every process reaches (SqliteMapState, RedisMapState)"
+                    )

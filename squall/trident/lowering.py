@@ -8,7 +8,8 @@ engine runs, through the batch layer (``squall.transactional.batch``).
   coordinator's batch stream.
 * Each segment runs as a ``BatchBoltExecutor`` around its ``TridentSegment``: it
   subscribes to its edges with their groupings, to the coordination stream of every
-  component feeding it and, when it commits, to its coordinator's commit stream.
+  component feeding it and, when it commits, to its coordinator's commit stream; a
+  segment placed with a state's segment is colocated with it (``colocate_with``).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def _add_segment(builder: TopologyBuilder, segment: SegmentIR, edges: list[EdgeI
         BatchBoltExecutor(segment.segment, segment.committer),
         segment.tasks,
     )
+    if segment.colocated_with is not None:
+        declarer.colocate_with(segment.colocated_with)
     feeding: list[str] = []
     for edge in edges:
         _subscribe(declarer, edge)

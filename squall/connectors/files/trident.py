@@ -259,8 +259,8 @@ class FileTridentSpout(RecordOptions, PartitionedTridentSpout, ValidatesSubmissi
     transaction emits exactly the same lines of the same file, or fails with
     ``FileChangedError`` if the file was replaced or truncated (a new batch reports such
     a change and reads the new file from its start). Files must therefore only grow by
-    whole lines at their end (or be renamed in complete) while the topology runs; a trailing line without ``\\n`` is
-    not read until complete.
+    whole lines at their end (or be renamed in complete) while the topology runs; a
+    trailing line without ``\\n`` is not read until complete.
 
     **Partitions.** The coordinator lists the directory at most every ``scan_ms`` and
     registers new files (name matching ``pattern``, not starting with ``.``) in
