@@ -29,6 +29,7 @@ from squall.drpc.broker import DRPCBroker
 from squall.drpc.config import DRPCLimits
 from squall.drpc.errors import DRPCErrorReason, DRPCExecutionError
 from squall.drpc.listener import BodyBudget
+from squall.runtime.http_limits import body_too_large, request_too_slow
 
 logger = logging.getLogger(__name__)
 
@@ -323,8 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length > limits.max_body_bytes:
             raise _HTTPError(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body is too large: {length} bytes, over the {limits.max_body_bytes} "
-                "bytes a request may send",
+                body_too_large(length, limits.max_body_bytes),
                 reason=DRPCErrorReason.REJECTED.value,
             )
         budget = self.context.budget
@@ -354,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(
             HTTPStatus.REQUEST_TIMEOUT,
             {
-                "error": f"the request did not arrive whole within {seconds:g} s",
+                "error": request_too_slow(seconds),
                 "reason": DRPCErrorReason.REJECTED.value,
             },
         )
