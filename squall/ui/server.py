@@ -3,7 +3,8 @@
 The server runs uvicorn (an ASGI server) on a daemon thread of its own, on a socket
 bound when :meth:`UIServer.start` is called, so a port in use is an error there and
 then, and ``port=0`` picks a free one (:attr:`UIServer.url` tells which). Who it answers
-is decided by :mod:`squall.ui.guard`.
+is decided by :mod:`squall.ui.guard`; its bounds (connections, bodies, read times) by
+:mod:`squall.ui.limits` and :mod:`squall.ui.connections`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.model.errors import SquallError
+from squall.ui.connections import protocol_class
 from squall.ui.guard import Guard, is_loopback
+from squall.ui.limits import BodyLimit, UILimits
 
 if TYPE_CHECKING:
     from squall.runtime.registry import TopologyRegistry
@@ -47,6 +50,8 @@ class UIServer:
         allow_unauthenticated_remote: serve an address beyond loopback without a token
             (anyone who reaches the port may then kill topologies); a warning is
             logged when the server starts.
+        limits: the bounds on connections, request bodies and read times
+            (:class:`~squall.ui.limits.UILimits`; its defaults if None).
 
     Raises:
         SquallError: ``host`` is beyond loopback with neither a token nor
@@ -68,6 +73,7 @@ class UIServer:
         *,
         allowed_hosts: Sequence[str] = (),
         allow_unauthenticated_remote: bool = False,
+        limits: UILimits | None = None,
     ) -> None:
         if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
             raise SquallError(
@@ -84,6 +90,7 @@ class UIServer:
         self.allowed_hosts = tuple(allowed_hosts)
         Guard(token, host, port, self.allowed_hosts)  # an invalid entry is refused now
         self.allow_unauthenticated_remote = allow_unauthenticated_remote
+        self.limits = limits or UILimits()
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -128,7 +135,16 @@ class UIServer:
         app = self._app = make_app(
             self.cluster, self.token, self.host, self.port, self.allowed_hosts
         )
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        limits = self.limits
+        config = uvicorn.Config(
+            BodyLimit(app, limits.max_body_bytes),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            http=protocol_class(limits),
+            backlog=limits.backlog,
+            timeout_keep_alive=limits.idle_timeout_secs,  # type: ignore[arg-type]
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
@@ -144,6 +160,11 @@ class UIServer:
                 raise SquallError(f"the UI server at {self.url} did not start")
             time.sleep(0.01)
         return self
+
+    def open_connections(self) -> int:
+        """Connections the server holds open now (0 when it is not running)."""
+        server = self._server
+        return 0 if server is None else len(server.server_state.connections)
 
     def stop(self) -> None:
         """Stop serving (requests in progress finish) and wait for the thread; kills
