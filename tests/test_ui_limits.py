@@ -21,8 +21,7 @@ import httpx
 import pytest
 
 from squall import LocalCluster
-from squall.ui import UIServer
-from squall.ui.limits import UILimits
+from squall.ui import UILimits, UIServer
 from tests.helpers import wait_until
 
 
@@ -133,7 +132,7 @@ def test_limits_must_be_positive() -> None:
 
 
 def test_idle_connections_are_closed_and_connections_are_capped() -> None:
-    limits = UILimits(max_connections=4, idle_timeout_secs=0.5)
+    limits = UILimits(max_connections=4, idle_timeout_secs=3.0)
     busy = error(503, "the UI server has 4 connections open, as many as it keeps; try again later")
     with LocalCluster() as cluster, UIServer(cluster, port=0, limits=limits) as ui:
         idle = [connect(ui.port) for _ in range(4)]
@@ -157,7 +156,7 @@ import resource, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 from squall import LocalCluster
 from squall.ui import UIServer
-from squall.ui.limits import UILimits
+from squall.ui import UILimits
 limits = UILimits(max_connections=int(sys.argv[1])) if len(sys.argv) > 1 else None
 with LocalCluster() as cluster, UIServer(cluster, port=0, limits=limits) as ui:
     print(ui.port, flush=True)
