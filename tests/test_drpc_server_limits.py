@@ -301,3 +301,40 @@ def test_the_client_timeout_message_states_how_long_it_waited(
     )
     assert found, str(caught.value)
     assert 0.7 <= float(found.group(1)) <= elapsed + 0.005
+
+
+def test_a_caller_that_hangs_up_frees_its_handler_and_its_request_is_dropped() -> None:
+    """Four callers send a request to a server of four handlers and hang up: their
+    handlers are free again at once, no topology is handed their requests, and the
+    result of one a topology had already taken is discarded."""
+    limits = DRPCLimits(handlers=4, invocations_handlers=2, backlog=1)
+    with DRPCServer(timeout_secs=60.0, limits=limits) as server:
+        pool = server._listeners["client"].pool
+        assert pool is not None
+        callers = [connect(server.port) for _ in range(4)]
+        with closing_all(callers):
+            for n, caller in enumerate(callers):
+                caller.sendall(request_head("POST", "/drpc/f", 1) + str(n).encode())
+            wait_until(lambda: server.broker.pending_count("f") == 4, timeout=30.0)
+            assert pool.busy == 4
+        wait_until(lambda: server.broker.outstanding_count() == 0, timeout=10.0)
+        wait_until(lambda: pool.busy == 0, timeout=10.0)
+
+        invocations = DRPCInvocationsClient("127.0.0.1", server.invocations_port)
+        client = DRPCClient("127.0.0.1", server.port, timeout_secs=10.0)
+        with serving(invocations, "f", lambda request: f'[["{request.args}"]]') as fetched:
+            assert client.execute("f", "served") == '[["served"]]'
+        assert [request.args for request in fetched] == ["served"]
+
+        # Taken by the topology, then its caller hangs up: the late result is discarded.
+        with closing_all([connect(server.port)]) as (caller,):
+            caller.sendall(request_head("POST", "/drpc/f", 5) + b"taken")
+            wait_until(lambda: server.broker.pending_count("f") == 1, timeout=30.0)
+            request = invocations.fetch_request("f")
+            assert request is not None and request.args == "taken"
+        wait_until(lambda: server.broker.outstanding_count() == 0, timeout=10.0)
+        assert http(server.invocations_url, "POST", f"/result/{request.request_id}", b"[[1]]") == (
+            200,
+            b'{"accepted": false}',
+        )
+        wait_until(lambda: pool.busy == 0, timeout=10.0)

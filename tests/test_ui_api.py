@@ -340,7 +340,13 @@ def test_the_guard_refuses_other_hosts_and_cross_site_changes(served: Any) -> No
     )
     assert cross_site.status_code == 403
     assert cross_site.json()["errorMessage"] == (
-        "requests from http://evil.example may not change anything here"
+        "requests from 'http://evil.example' may not change anything here"
+    )
+    long_origin = "http://" + "e" * 10_000 + ".example"
+    refused = client.post("api/v1/topology/words/deactivate", headers={"origin": long_origin})
+    assert refused.status_code == 403
+    assert refused.json()["errorMessage"] == (
+        f"requests from {long_origin[:64]!r}... may not change anything here"
     )
     own = client.post("api/v1/topology/words/deactivate", headers={"origin": ui.url.rstrip("/")})
     assert own.status_code == 200

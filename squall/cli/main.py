@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -310,7 +311,25 @@ def _spark_only(engine: str, **options: Any) -> None:
     "--ui-host",
     default="127.0.0.1",
     show_default=True,
-    help="The address the UI server listens on (0.0.0.0: every interface; use a token).",
+    help="The address the UI server listens on (0.0.0.0: every interface). Any address "
+    "beyond loopback needs a token (--ui-token-file or SQUALL_UI_TOKEN), or "
+    "--ui-allow-unauthenticated-remote.",
+)
+@click.option(
+    "--ui-allowed-host",
+    "ui_allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A name the UI server answers to besides loopback and the address it listens on "
+    "(on 0.0.0.0, also this machine's names and addresses), as browsers send it in the "
+    "Host header: NAME with the UI port or none (behind a reverse proxy), NAME:PORT with "
+    "that port; repeatable. Requests naming other hosts are refused (DNS rebinding).",
+)
+@click.option(
+    "--ui-allow-unauthenticated-remote",
+    is_flag=True,
+    help="Let the UI server listen beyond loopback without a token: anyone who reaches "
+    "its port can then kill topologies.",
 )
 @click.option(
     "--ui-token-file",
@@ -338,6 +357,8 @@ def run(
     ui: bool,
     ui_port: int,
     ui_host: str,
+    ui_allowed_hosts: tuple[str, ...],
+    ui_allow_unauthenticated_remote: bool,
     ui_token_file: Path | None,
 ) -> None:
     """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
@@ -381,7 +402,18 @@ def run(
             squall_logging(console, verbose),
             spark_scratch(engine, master, spark_conf) as settings,
             _cluster(engine, master, checkpoint, settings, verbose) as cluster,
-            _ui_server(cluster, ui, ui_host, ui_port, ui_token_file, console),
+            _ui_server(
+                cluster,
+                ui,
+                UIOptions(
+                    ui_host,
+                    ui_port,
+                    ui_token_file,
+                    ui_allowed_hosts,
+                    ui_allow_unauthenticated_remote,
+                ),
+                console,
+            ),
         ):
             info = run_topology(
                 cluster, topology_name, conf, loaded.topology, options, console, loaded.source
@@ -396,10 +428,19 @@ def run(
         click.get_current_context().exit(1)
 
 
+@dataclass(frozen=True)
+class UIOptions:
+    """The ``--ui-*`` options of ``squall run``."""
+
+    host: str
+    port: int
+    token_file: Path | None
+    allowed_hosts: tuple[str, ...]
+    allow_unauthenticated_remote: bool
+
+
 @contextmanager
-def _ui_server(
-    cluster: Any, wanted: bool, host: str, port: int, token_file: Path | None, console: Console
-) -> Iterator[None]:
+def _ui_server(cluster: Any, wanted: bool, options: UIOptions, console: Console) -> Iterator[None]:
     """A UI server for ``cluster`` while the block runs, if ``wanted`` (its URL printed)."""
     if not wanted:
         yield
@@ -408,10 +449,27 @@ def _ui_server(
     from squall.cli.drpc import read_token
     from squall.ui import UIServer
 
-    token = read_token(token_file, TOKEN_ENV)
-    with UIServer(cluster, host=host, port=port, token=token) as server:
+    token = read_token(options.token_file, TOKEN_ENV)
+    try:
+        server = UIServer(
+            cluster,
+            host=options.host,
+            port=options.port,
+            token=token,
+            allowed_hosts=options.allowed_hosts,
+            allow_unauthenticated_remote=options.allow_unauthenticated_remote,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--ui-allowed-host'") from None
+    with server:
         url = server.url + ("?token=<token>" if token else "")
         console.print(f"Web UI and REST API at {url}", markup=False)
+        if token is None and options.allow_unauthenticated_remote:
+            click.echo(
+                f"Warning: the UI at {server.url} has no token: anyone who reaches it can "
+                "kill topologies (--ui-allow-unauthenticated-remote).",
+                err=True,
+            )
         yield
 
 

@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +80,14 @@ class DRPCBroker:
 
     # --- the client side ---------------------------------------------------------------
 
-    def execute(self, function: str, args: str, timeout_secs: float | None = None) -> str:
+    def execute(
+        self,
+        function: str,
+        args: str,
+        timeout_secs: float | None = None,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> str:
         """Call ``function`` with ``args``; block until the topology returns the result.
 
         Runs on the caller's thread, which blocks for at most the timeout.
@@ -89,6 +96,11 @@ class DRPCBroker:
             function: The DRPC function name (a topology's ``new_drpc_stream`` name).
             args: The argument string.
             timeout_secs: This request's timeout; the broker's default if ``None``.
+            cancelled: Asked on the caller's thread about every 0.1 s while the call
+                waits; once it returns ``True`` (the caller went away) the request is
+                dropped as a timed-out one is: taken off its queue if no topology
+                fetched it yet, its result ignored if one did, and the call raises
+                with reason ``CANCELLED``.
 
         Returns:
             The result text, exactly as the topology passed it to ``result`` (for Storm
@@ -97,7 +109,7 @@ class DRPCBroker:
         Raises:
             DRPCExecutionError: The topology failed the request, no result came within
                 the timeout (the request is then forgotten: a late result is ignored),
-                or the broker shut down.
+                the call was cancelled, or the broker shut down.
             TypeError: ``function`` or ``args`` is not a string.
             ValueError: ``function`` is empty or the timeout is not positive.
         """
@@ -111,7 +123,7 @@ class DRPCBroker:
         deadline_ms = self._clock.now_ms() + timeout * 1000.0
         while True:
             remaining_secs = (deadline_ms - self._clock.now_ms()) / 1000.0
-            if remaining_secs <= 0 and self._expire(outstanding):
+            if remaining_secs <= 0 and self._drop(outstanding, DRPCErrorReason.TIMEOUT):
                 state = "fetched but not answered" if outstanding.fetched else "never fetched"
                 raise execution_error(
                     function,
@@ -121,6 +133,22 @@ class DRPCBroker:
                 )
             if outstanding.done.wait(max(0.0, min(remaining_secs, _WAIT_SLICE_SECS))):
                 break
+            if (
+                cancelled is not None
+                and cancelled()
+                and self._drop(outstanding, DRPCErrorReason.CANCELLED)
+            ):
+                state = (
+                    "a topology had fetched it: its result will be ignored"
+                    if outstanding.fetched
+                    else "no topology had fetched it"
+                )
+                raise execution_error(
+                    function,
+                    DRPCErrorReason.CANCELLED,
+                    request_id=request_id,
+                    detail=f"its caller went away; {state}",
+                )
         if outstanding.result is not None:
             return outstanding.result
         reason = outstanding.failure or DRPCErrorReason.FAILED
@@ -141,8 +169,10 @@ class DRPCBroker:
             self._queues.setdefault(function, deque()).append(request_id)
             return outstanding
 
-    def _expire(self, outstanding: _Outstanding) -> bool:
-        """Forget a timed-out request; ``False`` if it ended meanwhile (use that end)."""
+    def _drop(self, outstanding: _Outstanding, reason: DRPCErrorReason) -> bool:
+        """Forget a request that timed out or whose caller went away: off its queue if
+        not fetched, and a later result is ignored. ``False`` if it ended meanwhile
+        (use that end)."""
         request = outstanding.request
         with self._lock:
             if outstanding.done.is_set():
@@ -154,7 +184,7 @@ class DRPCBroker:
                     queue.remove(request.request_id)
                     if not queue:
                         del self._queues[request.function]
-            outstanding.failure = DRPCErrorReason.TIMEOUT
+            outstanding.failure = reason
             outstanding.done.set()
             return True
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from squall.runtime.http_limits import check_count, check_seconds
+
 DEFAULT_PORT = 3772
 """The client port of ``squall drpc``: Storm's ``drpc.port``."""
 DEFAULT_INVOCATIONS_PORT = 3773
@@ -81,10 +83,10 @@ class DRPCLimits:
 
     def __post_init__(self) -> None:
         for name in ("handlers", "invocations_handlers", "backlog"):
-            _check_count(getattr(self, name), f"DRPC server limits: {name}")
+            check_count(getattr(self, name), f"DRPC server limits: {name}")
         for name in ("max_body_bytes", "body_budget_bytes"):
-            _check_count(getattr(self, name), f"DRPC server limits: {name}")
-        _check_seconds(self.read_timeout_secs, "DRPC server limits: read_timeout_secs")
+            check_count(getattr(self, name), f"DRPC server limits: {name}")
+        check_seconds(self.read_timeout_secs, "DRPC server limits: read_timeout_secs")
         if self.max_body_bytes > self.body_budget_bytes:
             raise ValueError(
                 f"DRPC server limits: max_body_bytes ({self.max_body_bytes}) cannot be over "
@@ -109,9 +111,9 @@ class DRPCLimits:
             if value is None:
                 continue
             if field == "read_timeout_secs":
-                _check_seconds(value, f"configuration key {key!r}")
+                check_seconds(value, f"configuration key {key!r}")
             else:
-                _check_count(value, f"configuration key {key!r}")
+                check_count(value, f"configuration key {key!r}")
             given[field] = value
         return cls(**given)
 
@@ -124,16 +126,6 @@ _LIMIT_KEYS = {
     "body_budget_bytes": DRPC_REQUEST_BUDGET_BYTES,
     "read_timeout_secs": DRPC_REQUEST_READ_TIMEOUT_SECS,
 }
-
-
-def _check_count(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer, not {value!r}")
-
-
-def _check_seconds(value: object, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
 
 
 def token_from_conf(conf: Mapping[str, Any], key: str) -> str | None:

@@ -29,6 +29,9 @@ class DRPCErrorReason(str, Enum):
     REJECTED = "rejected"
     """The DRPC server refused the request itself: its body is over the size limit
     (HTTP 413), or it did not arrive whole within the read deadline (HTTP 408)."""
+    CANCELLED = "cancelled"
+    """The caller went away (closed its connection) before the result came: the server
+    dropped the request. Only the server sees it; no caller is left to tell."""
 
 
 class DRPCError(SquallError):
@@ -114,6 +117,8 @@ def execution_error(
         message = f"{subject} timed out{f' {detail}' if detail else ''}"
     elif reason is DRPCErrorReason.SHUTDOWN:
         message = f"{subject} was abandoned: {detail or 'the DRPC service shut down'}"
+    elif reason is DRPCErrorReason.CANCELLED:
+        message = f"{subject} was dropped: {detail or 'its caller went away'}"
     elif reason in (DRPCErrorReason.UNAUTHORIZED, DRPCErrorReason.BUSY, DRPCErrorReason.REJECTED):
         message = f"{subject} was refused: {detail}"
     elif reason is DRPCErrorReason.UNREACHABLE:

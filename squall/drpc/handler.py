@@ -3,10 +3,12 @@
 The client port serves ``/drpc`` (execute); the invocations port serves ``/fetch``,
 ``/result`` and ``/fail``; either answers ``404`` for the other's paths. A port with a
 token answers ``401`` to a request without ``Authorization: Bearer <token>`` before
-reading its body. Bodies are bounded per request (``413``) and in total per port
-(``503``), and refused bodies are never read into memory. The request line, headers and
-body must arrive within the read deadline (``408`` after it). Every error answer is
-JSON ``{"error": ...}`` (with ``"reason"`` when a DRPC client should tell it apart).
+reading its body. A caller that hangs up while its ``execute`` waits has its request
+dropped and its handler freed at once. Bodies are bounded per request (``413``) and in
+total per port (``503``), and refused bodies are never read into memory. The request
+line, headers and body must arrive within the read deadline (``408`` after it). Every
+error answer is JSON ``{"error": ...}`` (with ``"reason"`` when a DRPC client should tell
+it apart).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from squall.drpc.broker import DRPCBroker
 from squall.drpc.config import DRPCLimits
 from squall.drpc.errors import DRPCErrorReason, DRPCExecutionError
 from squall.drpc.listener import BodyBudget
+from squall.runtime.http_limits import body_too_large, request_too_slow
 
 logger = logging.getLogger(__name__)
 
@@ -265,8 +268,26 @@ class _Handler(BaseHTTPRequestHandler):
         broker = self.context.broker
         requested = _timeout_query(query)
         timeout = broker.timeout_secs if requested is None else min(requested, broker.timeout_secs)
-        result = broker.execute(names[0], args, timeout)
+        try:
+            result = broker.execute(names[0], args, timeout, cancelled=self._caller_gone)
+        except DRPCExecutionError as exc:
+            if exc.reason is not DRPCErrorReason.CANCELLED:
+                raise
+            logger.debug("%s: %s", self.address_string(), exc)
+            return  # nobody is left to answer
         self._send(HTTPStatus.OK, result.encode("utf-8"), "text/plain; charset=utf-8")
+
+    def _caller_gone(self) -> bool:
+        """Whether the caller closed its connection (or reset it) while its ``execute``
+        waits; never blocks. A caller sends nothing after its request, so anything
+        readable is the end of the stream, or bytes it sent anyway (not gone)."""
+        try:
+            self.connection.settimeout(0.0)
+            return not self.connection.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:  # reset by the caller
+            return True
 
     def _invocation(self, action: str, method: str, name: str) -> None:
         broker = self.context.broker
@@ -303,8 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length > limits.max_body_bytes:
             raise _HTTPError(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"the body is too large: {length} bytes, over the {limits.max_body_bytes} "
-                "bytes a request may send",
+                body_too_large(length, limits.max_body_bytes),
                 reason=DRPCErrorReason.REJECTED.value,
             )
         budget = self.context.budget
@@ -334,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(
             HTTPStatus.REQUEST_TIMEOUT,
             {
-                "error": f"the request did not arrive whole within {seconds:g} s",
+                "error": request_too_slow(seconds),
                 "reason": DRPCErrorReason.REJECTED.value,
             },
         )

@@ -10,13 +10,12 @@ names is run, imported or read from disk.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Annotated, Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Body, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,6 +26,8 @@ import squall
 from squall.model.errors import SquallError, cut, excerpt
 from squall.runtime.registry import TopologyRegistry
 from squall.runtime.rolling import WINDOWS
+from squall.ui.guard import Guard
+from squall.ui.guard import error_answer as _answer
 from squall.ui.models import (
     ClusterSummary,
     ComponentPage,
@@ -57,9 +58,6 @@ CONTENT_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 )
-#: The cookie a browser keeps the token in, once it opened a page with ``?token=``.
-TOKEN_COOKIE = "squall_token"
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorAnswer} for status in (400, 401, 403, 404, 409, 422)
 }
@@ -79,67 +77,6 @@ def _problem(error: Any) -> str:
     where = ".".join(cut(str(part)) for part in error["loc"])
     what = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
     return f"{where}: {what}"
-
-
-def _answer(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    phrase = HTTPStatus(status).phrase
-    body = {"error": phrase, "errorMessage": message}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-class Guard:
-    """What every request must pass before a handler sees it.
-
-    * If the server listens on a loopback address, the ``Host`` header must name a
-      loopback host with the server's port: a page of another site cannot reach the
-      server through a name of its own that resolves to this machine.
-    * A request that changes something (not GET or HEAD) from a browser must come
-      from the server's own pages (its ``Origin``, if sent, is the server's).
-    * With a token, every request carries it: ``Authorization: Bearer <token>``, or
-      the cookie a browser got by opening a page with ``?token=<token>``.
-    """
-
-    def __init__(self, token: str | None, host: str, port: int) -> None:
-        self.token = token
-        self.port = port
-        self.loopback = host in LOOPBACK_NAMES or host.startswith("127.")
-
-    def _host_allowed(self, host_header: str) -> bool:
-        if not self.loopback:
-            return True
-        name, _, port = host_header.rpartition(":")
-        return name in LOOPBACK_NAMES and port == str(self.port)
-
-    def _token_given(self, request: Request) -> bool:
-        assert self.token is not None
-        header = request.headers.get("authorization", "")
-        scheme, _, given = header.partition(" ")
-        candidates = [given.strip()] if scheme.lower() == "bearer" else []
-        cookie = request.cookies.get(TOKEN_COOKIE)
-        if cookie:
-            candidates.append(cookie)
-        return any(hmac.compare_digest(c.encode(), self.token.encode()) for c in candidates)
-
-    def refusal(self, request: Request) -> Response | None:
-        """None if ``request`` may go on, else the answer that refuses it."""
-        host = request.headers.get("host", "")
-        if not self._host_allowed(host):
-            return _answer(403, f"this server answers requests for 127.0.0.1:{self.port} only")
-        origin = request.headers.get("origin")
-        if request.method not in ("GET", "HEAD") and origin and urlsplit(origin).netloc != host:
-            return _answer(403, f"requests from {origin} may not change anything here")
-        if self.token is None or self._token_given(request):
-            return None
-        offered = request.query_params.get("token")
-        if (
-            request.method == "GET"
-            and offered
-            and hmac.compare_digest(offered.encode(), self.token.encode())
-        ):
-            answer = Response(status_code=303, headers={"location": request.url.path})
-            answer.set_cookie(TOKEN_COOKIE, offered, httponly=True, samesite="strict")
-            return answer
-        return _answer(401, "a token is needed: Authorization: Bearer <token>")
 
 
 class Control:
@@ -300,9 +237,16 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
     return router
 
 
-def make_app(cluster: TopologyRegistry[Any], token: str | None, host: str, port: int) -> FastAPI:
-    """The application serving ``cluster`` (the server listens on ``host:port``)."""
-    guard = Guard(token, host, port)
+def make_app(
+    cluster: TopologyRegistry[Any],
+    token: str | None,
+    host: str,
+    port: int,
+    allowed_hosts: Iterable[str] = (),
+) -> FastAPI:
+    """The application serving ``cluster`` (the server listens on ``host:port``; see
+    :class:`~squall.ui.guard.Guard` for ``token`` and ``allowed_hosts``)."""
+    guard = Guard(token, host, port, allowed_hosts)
     control = Control(cluster)
     app = FastAPI(
         title="squall",

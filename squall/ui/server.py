@@ -2,20 +2,29 @@
 
 The server runs uvicorn (an ASGI server) on a daemon thread of its own, on a socket
 bound when :meth:`UIServer.start` is called, so a port in use is an error there and
-then, and ``port=0`` picks a free one (:attr:`UIServer.url` tells which).
+then, and ``port=0`` picks a free one (:attr:`UIServer.url` tells which). Who it answers
+is decided by :mod:`squall.ui.guard`; its bounds (connections, bodies, read times) by
+:mod:`squall.ui.limits` and :mod:`squall.ui.connections`.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.model.errors import SquallError
+from squall.ui.connections import protocol_class
+from squall.ui.guard import Guard, is_loopback
+from squall.ui.limits import BodyLimit, UILimits
 
 if TYPE_CHECKING:
     from squall.runtime.registry import TopologyRegistry
+
+logger = logging.getLogger("squall")
 
 #: How long :meth:`UIServer.start` waits for the server to serve.
 START_TIMEOUT_SECS = 30.0
@@ -28,11 +37,26 @@ class UIServer:
     Args:
         cluster: the cluster whose topologies are shown and steered.
         host: the address to listen on. The default, ``127.0.0.1``, serves this
-            machine only; requests must then name a loopback host (a page of another
-            site cannot reach the server through a name it controls).
+            machine only. Any other address (``0.0.0.0``: every interface) needs a
+            ``token``, or ``allow_unauthenticated_remote=True``.
         port: the port (0: a free one).
         token: if given, every request needs ``Authorization: Bearer <token>`` (a
             browser opens ``/?token=<token>`` once; a cookie carries it afterwards).
+        allowed_hosts: more names the ``Host`` header of a request may give, besides
+            the loopback names and the address listened on (on ``0.0.0.0``, also this
+            machine's host names and IP addresses): ``NAME`` (with the server's port,
+            or none, as a reverse proxy forwards it) or ``NAME:PORT``; ``"*"`` turns the
+            Host check off. See :class:`~squall.ui.guard.Guard`.
+        allow_unauthenticated_remote: serve an address beyond loopback without a token
+            (anyone who reaches the port may then kill topologies); a warning is
+            logged when the server starts.
+        limits: the bounds on connections, request bodies and read times
+            (:class:`~squall.ui.limits.UILimits`; its defaults if None).
+
+    Raises:
+        SquallError: ``host`` is beyond loopback with neither a token nor
+            ``allow_unauthenticated_remote``.
+        ValueError: an ``allowed_hosts`` entry is malformed.
 
     Example::
 
@@ -46,11 +70,27 @@ class UIServer:
         host: str = "127.0.0.1",
         port: int = 8080,
         token: str | None = None,
+        *,
+        allowed_hosts: Sequence[str] = (),
+        allow_unauthenticated_remote: bool = False,
+        limits: UILimits | None = None,
     ) -> None:
+        if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
+            raise SquallError(
+                f"the UI server would listen on {host}, beyond this machine, without a "
+                "token: anyone reaching it could kill topologies. Give a token (token=..., "
+                "squall run --ui-token-file or SQUALL_UI_TOKEN), listen on 127.0.0.1, or "
+                "allow it explicitly with allow_unauthenticated_remote=True "
+                "(--ui-allow-unauthenticated-remote)"
+            )
         self.cluster = cluster
         self.host = host
         self.port = port
         self.token = token
+        self.allowed_hosts = tuple(allowed_hosts)
+        Guard(token, host, port, self.allowed_hosts)  # an invalid entry is refused now
+        self.allow_unauthenticated_remote = allow_unauthenticated_remote
+        self.limits = limits or UILimits()
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -86,8 +126,25 @@ class UIServer:
                 f"the UI server cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         self.port = sock.getsockname()[1]
-        app = self._app = make_app(self.cluster, self.token, self.host, self.port)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        if self.token is None and not is_loopback(self.host):
+            logger.warning(
+                "the UI server at %s serves every client that reaches it without a token: "
+                "anyone may kill its topologies",
+                self.url,
+            )
+        app = self._app = make_app(
+            self.cluster, self.token, self.host, self.port, self.allowed_hosts
+        )
+        limits = self.limits
+        config = uvicorn.Config(
+            BodyLimit(app, limits.max_body_bytes),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            http=protocol_class(limits),
+            backlog=limits.backlog,
+            timeout_keep_alive=limits.idle_timeout_secs,  # type: ignore[arg-type]
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
@@ -103,6 +160,11 @@ class UIServer:
                 raise SquallError(f"the UI server at {self.url} did not start")
             time.sleep(0.01)
         return self
+
+    def open_connections(self) -> int:
+        """Connections the server holds open now (0 when it is not running)."""
+        server = self._server
+        return 0 if server is None else len(server.server_state.connections)
 
     def stop(self) -> None:
         """Stop serving (requests in progress finish) and wait for the thread; kills
