@@ -25,6 +25,8 @@ import threading
 from collections import deque
 from typing import Any
 
+from squall.runtime.codepickle import dumps_value
+
 #: Each entry of a record file: its length (8 bytes, big-endian), then the pickle.
 _HEADER = struct.Struct(">Q")
 _SUFFIX = ".record"
@@ -148,8 +150,9 @@ class SharedRecord:
 
 
 def _append_file(path: str, item: Any) -> None:
-    """Append one entry to ``path`` in one write, under an exclusive lock."""
-    payload = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+    """Append one entry to ``path`` in one write, under an exclusive lock (the item
+    pickled as tuple values are, so objects of the user's classes load in any process)."""
+    payload = dumps_value(item)
     data = _HEADER.pack(len(payload)) + payload
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
