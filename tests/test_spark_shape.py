@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from squall import BasicBolt, TopologyBuilder
+from squall import BasicBolt, Fields, TopologyBuilder
 from squall.model.topology import StormTopology
 from squall.spark.control.shape import (
     SHAPE_FILE,
@@ -20,6 +20,9 @@ from squall.spark.control.shape import (
     shape_of,
 )
 from squall.testing import FixedTupleSpout
+from squall.trident import FixedBatchSpout, Function, TridentTopology
+from squall.trident.operations import Count as CountAggregator
+from squall.trident.state import MemoryMapState
 from squall.windowing import Count, WindowedBolt
 
 
@@ -32,6 +35,12 @@ class Double(BasicBolt):
 
 class Triple(Double):
     pass
+
+
+class Split(Function):
+    def execute(self, tup: Any, collector: Any) -> None:
+        for word in tup[0].split():
+            collector.emit([word])
 
 
 class Window(WindowedBolt):
@@ -86,6 +95,29 @@ def test_the_same_topology_built_again_has_the_same_shape() -> None:
 )
 def test_what_differs_is_named(changed: StormTopology, expected: str) -> None:
     assert "; ".join(differences(shape_of(topology()), shape_of(changed))) == expected
+
+
+def trident_word_count(tasks: int = 2) -> StormTopology:
+    spout = FixedBatchSpout(Fields("sentence"), 2, ["the cow"], ["the moon"])
+    topology = TridentTopology()
+    (
+        topology.new_stream("sentences", spout)
+        .each(Fields("sentence"), Split(), Fields("word"))
+        .group_by(Fields("word"))
+        .persistent_aggregate(MemoryMapState.factory(), CountAggregator(), Fields("count"))
+        .parallelism_hint(tasks)
+    )
+    return topology.build()
+
+
+def test_a_trident_topology_built_again_has_the_same_shape() -> None:
+    """The ids of the streams between segments are numbered over the process: the
+    second build's differ, its shape does not."""
+    first, second = trident_word_count(), trident_word_count()
+    assert differences(shape_of(first), shape_of(second)) == []
+    changed = differences(shape_of(first), shape_of(trident_word_count(tasks=3)))
+    assert changed == ["component 'b2-persistent_aggregate(Count)': 3 tasks, was 2"]
+    assert shape_of(first)["sentences"]["runs"] == "squall.trident.spouts.FixedBatchSpout"
 
 
 def test_the_class_a_windowed_bolt_runs_is_part_of_its_shape() -> None:

@@ -13,10 +13,11 @@ fresh start (the checkpoint is then removed).
 The shape of a component: its kind, its class (and the class of the spout or bolt a
 squall wrapper runs, e.g. a windowed bolt's; the user's classes by their names alone, so
 a renamed file or ``__main__`` makes no difference), its number of tasks, its streams with
-their fields, and its inputs with their groupings. For a Trident or transactional
-topology, also the classes of the spouts and batch bolts of its batch IR. Parallelism
-hints beyond the task count, the configuration and the code inside the classes are not
-part of it: a fixed bug resumes.
+their fields, and its inputs with their groupings (a Trident topology's streams between
+segments by their place, since their ids are numbered over the whole process). For a
+Trident or transactional topology, also the classes of the spouts and batch bolts of
+its batch IR. Parallelism hints beyond the task count, the configuration and the code
+inside the classes are not part of it: a fixed bug resumes.
 
 Runs on the driver, when a topology is submitted.
 """
@@ -24,14 +25,16 @@ Runs on the driver, when a topology is submitted.
 from __future__ import annotations
 
 import json
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from typing import Any
 
 from squall.model.errors import SquallError
-from squall.model.topology import ComponentSpec, StormTopology
+from squall.model.topology import ComponentSpec, StormTopology, is_control_stream
+from squall.model.tuple import DEFAULT_STREAM
 from squall.runtime.shipping import user_modules
 from squall.spark.control import storage
 from squall.spark.control.storage import join
+from squall.trident.ir import TridentIR
 
 #: The file of a topology's shape, in ``<checkpoint_dir>/<name>/``.
 SHAPE_FILE = "topology.json"
@@ -72,19 +75,49 @@ def implementation(component: object, user_modules: Set[str] = frozenset(), dept
     return name
 
 
-def _component_shape(spec: ComponentSpec, user_modules: Set[str]) -> dict[str, Any]:
+def _component_shape(
+    spec: ComponentSpec, user_modules: Set[str], streams: Mapping[tuple[str, str], str]
+) -> dict[str, Any]:
+    def stream(component_id: str, stream_id: str) -> str:
+        return streams.get((component_id, stream_id), stream_id)
+
     return {
         "kind": spec.kind,
         "class": implementation(spec.component, user_modules),
         "tasks": spec.num_tasks,
-        "streams": {
-            stream: [*declaration.fields, *(["(direct)"] if declaration.direct else [])]
-            for stream, declaration in sorted(spec.streams.items())
-        },
+        "streams": dict(
+            sorted(
+                (
+                    stream(spec.component_id, stream_id),
+                    [*declaration.fields, *(["(direct)"] if declaration.direct else [])],
+                )
+                for stream_id, declaration in spec.streams.items()
+            )
+        ),
         "inputs": sorted(
-            f"{sub.source}:{sub.stream_id} by {sub.grouping.describe()}" for sub in spec.inputs
+            f"{sub.source}:{stream(sub.source, sub.stream_id)} by {sub.grouping.describe()}"
+            for sub in spec.inputs
         ),
     }
+
+
+def _trident_streams(topology: StormTopology) -> dict[tuple[str, str], str]:
+    """``(component, stream id)`` -> the name the shape gives the stream: in a Trident
+    topology, the streams between segments have ids numbered over the whole process
+    (``s23``), so the shape names each by its place among its component's streams
+    (``#1``, ``#2`` ...). Other streams keep their ids."""
+    if not isinstance(topology.batch_ir, TridentIR):
+        return {}
+    names: dict[tuple[str, str], str] = {}
+    for spec in topology:
+        generated = [
+            stream_id
+            for stream_id in spec.streams
+            if stream_id != DEFAULT_STREAM and not is_control_stream(stream_id)
+        ]
+        for place, stream_id in enumerate(generated, start=1):
+            names[spec.component_id, stream_id] = f"#{place}"
+    return names
 
 
 def _batch_classes(topology: StormTopology, user_modules: Set[str]) -> dict[str, str]:
@@ -108,7 +141,8 @@ def _batch_classes(topology: StormTopology, user_modules: Set[str]) -> dict[str,
 def shape_of(topology: StormTopology) -> Shape:
     """Component id -> its shape (see the module's description)."""
     user = set(user_modules(topology))
-    shape = {spec.component_id: _component_shape(spec, user) for spec in topology}
+    streams = _trident_streams(topology)
+    shape = {spec.component_id: _component_shape(spec, user, streams) for spec in topology}
     for component_id, runs in _batch_classes(topology, user).items():
         if component_id in shape:
             shape[component_id]["runs"] = runs
