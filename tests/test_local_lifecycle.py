@@ -269,7 +269,7 @@ def test_kill_drains_in_flight_tuples(cluster: LocalCluster) -> None:
     wait_until(lambda: record.get("blocked") == [0])
     running = cluster.get_running("drain")
     (slow_task,) = running.plan.component_tasks["slow"]
-    assert not spout.record.queue
+    assert spout.record.queued() == 0
     assert len(running.inboxes[slow_task]) == 59  # in flight when the kill starts
 
     opener = threading.Timer(0.05, gate.event.set)

@@ -9,6 +9,8 @@ import os
 import pickle
 import threading
 
+import pytest
+
 from squall.testing import SharedRecord
 
 
@@ -145,3 +147,57 @@ def test_the_queue_is_process_local() -> None:
     assert list(record.queue) == ["x"]
     assert not copy_.queue
     assert copy.deepcopy(record).queue is record.queue
+
+
+def take_in_child(record: SharedRecord, tag: str) -> None:
+    """Runs in a spawned process: takes from the shared queue until it is empty."""
+    while True:
+        try:
+            item = record.take()
+        except IndexError:
+            return
+        record.append("taken", (tag, item))
+
+
+def test_the_shared_queue_is_taken_once_by_any_copy_in_any_process() -> None:
+    record = SharedRecord()
+    record.put("fed before")  # in memory: moves to the files with the record
+    record.queue.append("process-local")
+    copy_ = pickle.loads(pickle.dumps(record))
+    assert list(record.queue) == ["process-local"] and not copy_.queue
+    for n in range(200):
+        record.put(n)
+    assert record.queued() == copy_.queued() == 201
+    assert copy_.take() == "fed before"
+
+    context = multiprocessing.get_context("spawn")
+    children = [context.Process(target=take_in_child, args=(record, t)) for t in "ab"]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=60)
+        assert child.exitcode == 0
+    taken = record.get("taken")
+    assert sorted(item for _, item in taken) == list(range(200))  # each once
+    for tag in "ab":  # each child took in the order put
+        mine = [item for who, item in taken if who == tag]
+        assert mine == sorted(mine)
+    assert record.queued() == 0
+    with pytest.raises(IndexError):
+        record.take()
+
+    record.put("again")
+    record.clear()
+    assert copy_.queued() == 0
+    record.put("after clear")
+    assert copy_.take() == "after clear"
+
+
+def test_the_shared_queue_in_memory_is_a_queue() -> None:
+    record = SharedRecord()
+    record.put(1)
+    copy.deepcopy(record).put(2)
+    assert record.queued() == 2
+    assert [record.take(), record.take()] == [1, 2]
+    with pytest.raises(IndexError):
+        record.take()

@@ -108,6 +108,41 @@ def test_a_run_on_a_checkpoint_directory_resumes_the_next_run_and_says_so(
     assert table_row(second.output, "numbers")["emitted"] == "0"  # nothing left to emit
 
 
+def test_another_topology_on_the_checkpoint_is_refused_and_fresh_starts_it_afresh(
+    spark: object, tmp_path: Path
+) -> None:
+    app, checkpoint = write_app(tmp_path), str(tmp_path / "checkpoint")
+    changed = tmp_path / "changed.py"  # the bolt with 3 tasks
+    changed.write_text(
+        textwrap.dedent(FINITE).replace("Picky(), 2)", "Picky(), 3)"), encoding="utf-8"
+    )
+    options = ["--engine", "spark", "--checkpoint", checkpoint, "--name", "shapes"]
+    options += ["--until-idle", "--seconds", "120", "--no-live"]
+    options += ["--conf", "topology.spark.batch.interval.millis=50"]
+    first = run_in_process(app, *options)
+    assert first.exit_code == 0, first.output
+
+    refused = run_in_process(str(changed), *options)
+    assert refused.exit_code == 1, refused.output
+    assert (
+        f"Error: topology 'shapes' cannot resume from the checkpoint in "
+        f"{os.path.join(checkpoint, 'shapes')}: another topology wrote it (component "
+        "'picky': 3 tasks, was 2)."
+    ) in refused.output.replace("\n", " ")
+
+    fresh = run_in_process(str(changed), *options, "--fresh")
+    assert fresh.exit_code == 0, fresh.output
+    assert "Resuming" not in fresh.output
+    assert table_row(fresh.output, "numbers")["emitted"] == "20"
+    assert table_row(fresh.output, "picky")["tasks"] == "3"
+
+
+def test_fresh_applies_to_spark_only(tmp_path: Path) -> None:
+    done = run_in_process(write_app(tmp_path), "--fresh", "--seconds", "1")
+    assert done.exit_code == 2
+    assert "--fresh apply to --engine spark only" in done.output
+
+
 BROKEN = """
 from squall import BasicBolt, TopologyBuilder
 from squall.testing import FixedTupleSpout

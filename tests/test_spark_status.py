@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from squall import BasicBolt, Fields, Spout, TopologyBuilder
-from squall.spark import SparkCluster
+from squall.model.topology import StormTopology
+from squall.spark import CheckpointMismatchError, SparkCluster
 from squall.spark.control.rundir import last_committed_batch
-from squall.testing import FixedTupleSpout
+from squall.testing import CapturingBolt, FixedTupleSpout
 from squall.trident import FixedBatchSpout, Function, TridentTopology
 from tests.helpers import wait_until
 
@@ -131,6 +132,70 @@ def test_a_topology_submitted_again_on_its_checkpoint_says_it_resumes(
         f"topology 'again' resumes from checkpoint {directory} after batch {last}: its spouts "
         "continue from there (another name or checkpoint directory starts afresh)"
     ]
+
+
+def numbers_topology(sink: CapturingBolt, fields: bool = False, tasks: int = 1) -> StormTopology:
+    """25 numbers into ``sink`` (bolt ``count``): by shuffle, or by fields grouping on
+    ``n`` with ``tasks`` tasks."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[n] for n in range(25)], ["n"]))
+    declarer = builder.set_bolt("count", sink, tasks)
+    if fields:
+        declarer.fields_grouping("numbers", ["n"])
+    else:
+        declarer.shuffle_grouping("numbers")
+    return builder.create_topology()
+
+
+def run_to_the_end(cluster: Any, name: str) -> int:
+    """Wait until topology ``name`` processed everything and committed its last
+    micro-batch; kill it; the last batch id."""
+    assert cluster.wait_idle(name, 120.0)
+    last: int = cluster.get_topology_info(name).extra["last_batch_id"]
+    checkpoint = os.path.join(cluster.checkpoint_dir, name, "core", "checkpoint")
+    wait_until(lambda: last_committed_batch(checkpoint) == last, timeout=60.0)
+    cluster.kill_topology(name)
+    return last
+
+
+def test_another_topology_is_refused_on_a_checkpoint_unless_asked_to_start_afresh(
+    cluster: Any,
+) -> None:
+    """A topology of other components or groupings submitted under a name whose
+    checkpoint another one wrote is refused, naming the name, the checkpoint and what
+    differs; with ``fresh=True`` the checkpoint is discarded and it starts afresh."""
+    cluster.submit_topology("shapes", CONF, numbers_topology(CapturingBolt()))
+    run_to_the_end(cluster, "shapes")
+    sink = CapturingBolt()
+    changed = numbers_topology(sink, fields=True, tasks=2)
+    with pytest.raises(CheckpointMismatchError) as refused:
+        cluster.submit_topology("shapes", CONF, changed)
+    directory = os.path.join(cluster.checkpoint_dir, "shapes")
+    assert str(refused.value) == (
+        f"topology 'shapes' cannot resume from the checkpoint in {directory}: another "
+        "topology wrote it (component 'count': 2 tasks, was 1; input numbers:default by "
+        "fields(n), was shuffle). Submit it under another name or checkpoint directory, or "
+        "with fresh=True (squall run --fresh) to discard that checkpoint and start afresh"
+    )
+    assert cluster.topology_names() == []  # nothing was started
+
+    cluster.submit_topology("shapes", CONF, changed, fresh=True)
+    assert "resumed_from_batch" not in cluster.get_topology_info("shapes").extra
+    assert cluster.wait_idle("shapes", 120.0)
+    assert sorted(sink.values()) == [[n] for n in range(25)]  # all of them, afresh
+
+
+def test_a_topology_with_other_components_is_refused_naming_them(cluster: Any) -> None:
+    cluster.submit_topology("parts", CONF, numbers_topology(CapturingBolt()))
+    run_to_the_end(cluster, "parts")
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[n] for n in range(25)], ["n"]))
+    builder.set_bolt("sum", Trivial()).shuffle_grouping("numbers")
+    with pytest.raises(
+        CheckpointMismatchError,
+        match=(r"another topology wrote it \(component 'count' is gone; component 'sum' is new\)"),
+    ):
+        cluster.submit_topology("parts", CONF, builder.create_topology())
 
 
 def test_a_temporary_checkpoint_directory_is_removed_at_shutdown(spark: Any) -> None:

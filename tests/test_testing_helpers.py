@@ -8,6 +8,7 @@ import pytest
 
 from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, SquallError, TopologyBuilder
 from squall.testing import CapturingBolt, FeederSpout, FixedTupleSpout, complete_topology
+from tests.conftest import Engine, on_engines
 from tests.helpers import wait_until
 
 
@@ -186,6 +187,27 @@ def test_feeder_spout_feed_acked_failed(cluster: LocalCluster) -> None:
     assert {(r.source_component, r.source_stream, r.source_task) for r in sink.received} == {
         ("feed", "default", feed_task)
     }
+
+
+@pytest.mark.parametrize("engine", on_engines(), indirect=True)
+def test_a_feeder_spout_emits_what_is_fed_before_and_after_submit(engine: Engine) -> None:
+    """On every engine: the spout the test holds is the one fed, wherever its task runs
+    (a worker process, Spark's source process); a failed tuple is replayed."""
+    spout = FeederSpout(["word"], replay_failed=True)
+    sink = CapturingBolt(fail_first=1)
+    spout.feed(["before"], msg_id="m-before")
+    builder = TopologyBuilder()
+    builder.set_spout("feed", spout)
+    builder.set_bolt("sink", sink).shuffle_grouping("feed")
+    timeout = engine.pick(engine.timeout, 180.0)  # Spark: its workers start first
+    with engine.running(builder.create_topology(), name="feeder") as run:
+        run.wait_until(lambda: spout.acked == ["m-before"], timeout)
+        spout.feed(["after"], msg_id="m-after")
+        spout.feed_many([["c"], ["d"]], msg_ids=["m-c", "m-d"])
+        run.wait_until(lambda: len(spout.acked) == 4, timeout)
+    assert spout.failed == ["m-before"]
+    assert spout.acked == ["m-before", "m-after", "m-c", "m-d"]
+    assert sink.values() == [["before"], ["before"], ["after"], ["c"], ["d"]]
 
 
 def test_feeder_spout_replays_when_asked(cluster: LocalCluster) -> None:

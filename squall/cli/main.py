@@ -287,6 +287,13 @@ def _spark_only(engine: str, **options: Any) -> None:
     "directory removed at the end]",
 )
 @click.option(
+    "--fresh",
+    is_flag=True,
+    help="Spark only: discard what the checkpoint holds for the topology's name and start "
+    "afresh. Without it, a run resumes the checkpoint its own topology wrote and is "
+    "refused on one another topology (other components, tasks or groupings) wrote.",
+)
+@click.option(
     "--spark-conf",
     "spark_conf_options",
     multiple=True,
@@ -353,6 +360,7 @@ def run(
     engine: str,
     master: str | None,
     checkpoint: str | None,
+    fresh: bool,
     spark_conf_options: tuple[str, ...],
     ui: bool,
     ui_port: int,
@@ -363,8 +371,8 @@ def run(
 ) -> None:
     """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
     (LocalCluster), or on Spark with --engine spark (SparkCluster; --master,
-    --checkpoint and --spark-conf apply to Spark only, the other options to both
-    engines).
+    --checkpoint, --fresh and --spark-conf apply to Spark only, the other options to
+    both engines).
 
     While it runs (--seconds, or until Ctrl-C; --until-idle ends it earlier once the
     topology is idle) a live table shows, per component: kind, tasks, tuples emitted,
@@ -391,13 +399,15 @@ def run(
     With --ui, a web UI and REST API serve the cluster while the topology runs (see
     docs/ui.md); a topology killed from there ends the run.
     """
-    _spark_only(engine, master=master, checkpoint=checkpoint, spark_conf=spark_conf_options)
+    _spark_only(
+        engine, master=master, checkpoint=checkpoint, fresh=fresh, spark_conf=spark_conf_options
+    )
     spark_conf = parse_spark_conf(spark_conf_options)
     console = make_console()
     with user_errors():
         loaded, conf = _load(target, conf_options)
         topology_name = name or loaded.default_name
-        options = RunOptions(seconds, refresh, live, drain, until_idle)
+        options = RunOptions(seconds, refresh, live, drain, until_idle, fresh)
         with (
             squall_logging(console, verbose),
             spark_scratch(engine, master, spark_conf) as settings,

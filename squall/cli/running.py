@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -39,6 +39,8 @@ class RunOptions:
             tuple trees to finish before killing the topology.
         until_idle: stop as soon as the topology is idle (its spouts emit nothing more and
             no tuple is queued or pending), ``seconds`` being then the longest it runs.
+        fresh: Spark only: discard what the checkpoint holds for the topology's name
+            and start afresh (``submit_topology(..., fresh=True)``).
     """
 
     seconds: float = 10.0
@@ -46,6 +48,7 @@ class RunOptions:
     live: bool = True
     drain_secs: float = 10.0
     until_idle: bool = False
+    fresh: bool = False
 
 
 @contextmanager
@@ -128,7 +131,11 @@ def run_topology(
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfigWarning)  # the command reported them already
-        cluster.submit_topology(name, conf, topology)
+        if options.fresh:  # SparkCluster's (squall run refuses --fresh on the local engine)
+            submit: Callable[..., None] = cluster.submit_topology
+            submit(name, conf, topology, fresh=True)
+        else:
+            cluster.submit_topology(name, conf, topology)
     started = cluster.get_topology_info(name)
     until = f"for {options.seconds:g} s" if options.seconds > 0 else "until Ctrl-C"
     if options.until_idle:

@@ -7,12 +7,18 @@ cloudpickle from 3.1.3 on writes every such code object's file name as
 show no source line. :class:`CodePickler` writes the real file name next to each code
 object and puts it back on load: tracebacks read as they do in the process that
 built the topology, with their source lines wherever the file is readable.
+
+Values (tuple values, recorded items) travel the same way where they must:
+:func:`dumps_value` is plain pickle, unless a value's class or function is one another
+process cannot import (user code that travels by value), when it falls back to
+cloudpickle.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import sys
 import types
 from collections import ChainMap
 from collections.abc import Callable
@@ -68,6 +74,69 @@ def dumps(value: object) -> bytes:
     """
     stream = io.BytesIO()
     CodePickler(stream).dump(value)
+    return stream.getvalue()
+
+
+class _ByValue(Exception):
+    """Raised by :class:`_ValuePickler` at a class or function it must not write by
+    reference."""
+
+
+def _importable_elsewhere(obj: type | types.FunctionType) -> bool:
+    """Whether another process can import ``obj`` by its module and name: False for
+    code of ``__main__``, of a module made at run time (no import spec), or of a module
+    registered with cloudpickle to travel by value (a topology's user modules, see
+    :mod:`squall.runtime.shipping`)."""
+    name = getattr(obj, "__module__", None)
+    if not name or name == "__main__":
+        return False
+    registered = cloudpickle.list_registry_pickle_by_value()
+    if registered:
+        parts = name.split(".")
+        if any(".".join(parts[:end]) in registered for end in range(1, len(parts) + 1)):
+            return False
+    module = sys.modules.get(name)
+    return module is not None and (
+        getattr(module, "__spec__", None) is not None or name in sys.builtin_module_names
+    )
+
+
+#: What :class:`_ValuePickler` looks at: classes and functions.
+_CODE_KINDS = (type, types.FunctionType)
+
+
+class _ValuePickler(pickle.Pickler):
+    """Plain pickle that stops at a class or function other processes cannot import.
+
+    Its ``reducer_override`` is not called for ``None``, ``bool``, ``int``, ``float``,
+    ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset``
+    (Python's pickler saves them first), so plain values cost what ``pickle.dumps``
+    costs."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _CODE_KINDS) and not _importable_elsewhere(obj):
+            raise _ByValue
+        return NotImplemented
+
+
+def dumps_value(value: object) -> bytes:
+    """Pickle ``value`` (tuple values, a recorded item) for another process of this
+    topology: with plain pickle (protocol 5), unless it holds an object plain pickle
+    cannot write, or whose class or function another process could not import (a
+    class of ``__main__`` or of a user module that travels by value); then with
+    cloudpickle, which writes such classes with the value. Either loads with
+    :func:`pickle.loads` wherever squall is importable.
+
+    Pure; runs on any thread.
+
+    Raises:
+        Exception: whatever cloudpickle raises for a part that cannot be pickled.
+    """
+    stream = io.BytesIO()
+    try:
+        _ValuePickler(stream, pickle.HIGHEST_PROTOCOL).dump(value)
+    except Exception:  # _ByValue, or what plain pickle refuses (a lambda, a local class)
+        return dumps(value)
     return stream.getvalue()
 
 

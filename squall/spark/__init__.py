@@ -11,9 +11,11 @@ require_spark_extra()
 
 from squall.spark.cluster import SparkCluster  # noqa: E402  (needs the extra checked first)
 from squall.spark.control.location import CheckpointLocationError  # noqa: E402
+from squall.spark.control.shape import CheckpointMismatchError  # noqa: E402
 
 __all__ = [
     "CheckpointLocationError",
+    "CheckpointMismatchError",
     "SparkCluster",
     "SparkExtraMissingError",
     "SparkUnavailableError",

@@ -23,6 +23,7 @@ from squall.spark.control.location import CheckpointLocationError, checkpoint_lo
 from squall.spark.control.queries import Query, start_batch_query, start_core_query
 from squall.spark.control.reach import check_executors_reach
 from squall.spark.control.rundir import QueryDirectory
+from squall.spark.control.shape import check_shape
 from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
@@ -63,7 +64,9 @@ class SparkCluster(TopologyRegistry[_Running]):
     checkpoint directory, so a restarted cluster (same ``checkpoint_dir``) resumes where
     the last run committed and no batch is applied twice to transactional or opaque
     state. A topology that resumes says so when submitted (a warning on the ``squall``
-    logger, and ``extra["resumed_from_batch"]`` in its info).
+    logger, and ``extra["resumed_from_batch"]`` in its info); another topology
+    submitted under the name of a checkpoint is refused unless it asks for a fresh
+    start (see :meth:`submit_topology`).
 
     Args:
         master: Spark master URL (default: a local session, ``local[*, 4]``). A
@@ -150,15 +153,28 @@ class SparkCluster(TopologyRegistry[_Running]):
         return location
 
     def submit_topology(
-        self, name: str, conf: dict[str, Any] | None, topology: StormTopology
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: StormTopology,
+        *,
+        fresh: bool = False,
     ) -> None:
         """Start ``topology`` as a streaming query named ``name``.
+
+        The checkpoint ``<checkpoint_dir>/<name>`` resumes when the same topology (the
+        same components, classes, tasks, streams and groupings) wrote it; one another
+        topology wrote is refused. ``fresh=True`` discards what the checkpoint holds
+        for ``name`` first, so the topology starts afresh.
 
         Raises:
             SquallError: a topology called ``name`` is running.
             InvalidTopologyError: the topology is invalid, uses a feature the Spark
                 engine does not run (the message says which), or a component cannot be
                 pickled (the message names the component and attribute).
+            CheckpointMismatchError: without ``fresh``, the checkpoint of ``name`` was
+                written by another topology (the message names the checkpoint and what
+                differs).
         """
         if not isinstance(topology, StormTopology):
             raise InvalidTopologyError(
@@ -172,19 +188,22 @@ class SparkCluster(TopologyRegistry[_Running]):
         run_key = f"{name}-{uuid.uuid4().hex}"
         LIVE_RUNS.add(run_key)
         try:
-            self._start(name, conf, topology, run_key)
+            self._start(name, conf, topology, run_key, fresh)
         except BaseException:
             LIVE_RUNS.discard(run_key)
             raise
 
     def _start(
-        self, name: str, conf: dict[str, Any], topology: StormTopology, run_key: str
+        self, name: str, conf: dict[str, Any], topology: StormTopology, run_key: str, fresh: bool
     ) -> None:
-        """Start the queries of ``topology`` as run ``run_key``."""
+        """Start the queries of ``topology`` as run ``run_key`` (``fresh``: on a new
+        checkpoint)."""
         bridges: list[DRPCServer] = []
         queries: list[Query] = []
+        checkpoint = storage.join(self.checkpoint_dir, name)
         if is_core(topology):
             core = core_plan(name, topology, conf)  # first: what the engine cannot run
+            check_shape(checkpoint, name, topology, fresh)
             directory = QueryDirectory.of(self.checkpoint_dir, name, "core")
             queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
             with self._lock:
@@ -195,6 +214,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             self._say_if_resumed(name, queries)
             return
         plans = query_plans(topology, conf, name)  # first: what the engine cannot run at all
+        check_shape(checkpoint, name, topology, fresh)
         try:
             for plan in plans:
                 directory = QueryDirectory.of(self.checkpoint_dir, name, plan.key)

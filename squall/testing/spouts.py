@@ -105,9 +105,12 @@ class FixedTupleSpout(RecordingSpout, Exhaustible):
 class FeederSpout(RecordingSpout, Exhaustible):
     """A spout the test feeds: ``feed(values, msg_id=None)`` from any thread.
 
-    Tuples fed are emitted in order by whichever task polls first (one task is usual).
+    Tuples fed are emitted in order by whichever task polls first (one task is usual),
+    wherever the tasks run: the spout the test holds and its tasks share one queue (a
+    :class:`~squall.testing.SharedRecord`'s), so feeding works on the local engine, in
+    its worker processes and on Spark (whose spout tasks run in a source's process).
     ``acked``/``failed`` list the msg ids acked and failed; a failed tuple is not
-    replayed unless ``replay_failed=True``.
+    replayed unless ``replay_failed=True`` (it is then fed again, at the queue's end).
     """
 
     def __init__(
@@ -132,7 +135,7 @@ class FeederSpout(RecordingSpout, Exhaustible):
 
     def feed(self, values: Sequence[Any], msg_id: Any = None) -> None:
         """Queue ``values`` for emission (with ``msg_id``: tracked). Thread-safe."""
-        self.record.queue.append((list(values), msg_id))
+        self.record.put((list(values), msg_id))
 
     def feed_many(
         self, rows: Iterable[Sequence[Any]], msg_ids: Iterable[Any] | None = None
@@ -147,7 +150,7 @@ class FeederSpout(RecordingSpout, Exhaustible):
 
     def next_tuple(self) -> None:
         try:
-            values, msg_id = self.record.queue.popleft()
+            values, msg_id = self.record.take()
         except IndexError:
             return
         if msg_id is not None:
@@ -162,8 +165,8 @@ class FeederSpout(RecordingSpout, Exhaustible):
         self.record.append("failed", msg_id)
         values = self._in_flight.pop(msg_id, None)
         if self.replay_failed and values is not None:
-            self.record.queue.append((values, msg_id))
+            self.record.put((values, msg_id))
 
     def is_exhausted(self) -> bool:
         """Nothing queued and nothing in flight on this task."""
-        return not self.record.queue and not self._in_flight
+        return not self._in_flight and not self.record.queued()

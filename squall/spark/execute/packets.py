@@ -9,6 +9,11 @@ Trident/transactional topologies use the same rows.
 A packet's payload holds the tuples' values and, on a core topology that tracks tuple
 trees, their root and edge ids (:func:`pack_trees`, :func:`pack_tuples`); Trident and
 transactional tuples are untracked (:func:`pack_values`).
+
+Payloads are pickled with :func:`~squall.runtime.codepickle.dumps_value`: plain pickle,
+unless a value's class is one other processes cannot import (a class of the user's
+``__main__`` or of a file run by ``squall run``, which travels by value like the
+components), when cloudpickle writes the class with the payload.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from squall.model.tuple import StreamInfo, Tuple
+from squall.runtime.codepickle import dumps_value
 
 if TYPE_CHECKING:
     import pyarrow
@@ -67,18 +73,18 @@ def pack_trees(values: Sequence[Sequence[Any]], ids: bytes) -> bytes:
     """Pickle tuples that are each in one tree: their values as a list, their root and
     edge ids as one array of 64-bit integers (``ids``: root, edge, root, edge...), which
     pickles and loads faster than Python ints."""
-    return pickle.dumps((values, _ONE_TREE, ids), PICKLE)
+    return dumps_value((values, _ONE_TREE, ids))
 
 
 def pack_tuples(values: Sequence[Sequence[Any]], roots: Sequence[tuple[int, ...] | None]) -> bytes:
     """Pickle tuples with any ids: each tuple's ``(root, edge, root, edge...)`` or None
     when it is not tracked."""
-    return pickle.dumps((values, _ANY, list(roots)), PICKLE)
+    return dumps_value((values, _ANY, list(roots)))
 
 
 def pack_values(values: Sequence[Sequence[Any]]) -> bytes:
     """Pickle untracked tuples' values."""
-    return pickle.dumps((values, _UNTRACKED, None), PICKLE)
+    return dumps_value((values, _UNTRACKED, None))
 
 
 def unpack(payload: bytes, info: StreamInfo, source_task: int) -> list[Tuple]:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import cloudpickle
 
+from squall.runtime.codepickle import dumps_value
 from squall.spark.control import storage
 from squall.spark.control.storage import join
 from squall.spark.execute.ledger import LedgerPart
@@ -186,7 +187,7 @@ class SpoutLog:
 
     def write_partition(self, index: int, partition: int, logged: LoggedPartition) -> None:
         """Record what partition ``partition`` emitted in batch ``index`` (executor)."""
-        payload = pickle.dumps(tuple(logged), pickle.HIGHEST_PROTOCOL)
+        payload = dumps_value(tuple(logged))  # metadata of a user class travels too
         storage.write_bytes(self._partition_path(index, partition), payload)
 
     def partition(self, index: int, partition: int) -> LoggedPartition | None:
