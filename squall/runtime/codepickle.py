@@ -115,8 +115,20 @@ class _ValuePickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, _CODE_KINDS) and not _importable_elsewhere(obj):
+            _send_module_by_value(obj)
             raise _ByValue
         return NotImplemented
+
+
+def _send_module_by_value(obj: type | types.FunctionType) -> None:
+    """Make cloudpickle write the code of ``obj``'s module with the values that use it,
+    if that module was made at run time (cloudpickle writes ``__main__`` by value
+    already, and would write such a module by reference because it is in
+    ``sys.modules``, though no other process can import it)."""
+    name = getattr(obj, "__module__", None)
+    module = sys.modules.get(name) if name and name != "__main__" else None
+    if module is not None and name not in cloudpickle.list_registry_pickle_by_value():
+        cloudpickle.register_pickle_by_value(module)
 
 
 def dumps_value(value: object) -> bytes:
