@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from squall import Bolt, LocalCluster
@@ -76,3 +78,13 @@ def table_row(output: str, component: str) -> dict[str, str]:
             row = cells
     assert header and row, f"no row for {component!r} in:\n{output}"
     return {name: value.replace(",", "") for name, value in zip(header, row, strict=True)}
+
+
+@contextmanager
+def closing_all(sockets: list[socket.socket]) -> Iterator[list[socket.socket]]:
+    """``sockets``, each closed when the block ends (the connections a test opened)."""
+    try:
+        yield sockets
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -9,8 +9,6 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -24,7 +22,7 @@ from squall.drpc import (
     DRPCLimits,
     DRPCServer,
 )
-from tests.helpers import wait_until
+from tests.helpers import closing_all, wait_until
 from tests.test_drpc import in_thread, serving
 from tests.test_drpc_server import drpc_threads, http
 
@@ -58,15 +56,6 @@ def busy(port: str, handlers: int, backlog: int) -> dict[str, str]:
         f"{backlog} connections are waiting; try again later",
         "reason": "busy",
     }
-
-
-@contextmanager
-def closing_all(sockets: list[socket.socket]) -> Iterator[list[socket.socket]]:
-    try:
-        yield sockets
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def test_300_idle_connections_cost_no_more_threads_than_the_pools() -> None:

@@ -11,8 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import pytest
 
 from squall import LocalCluster
 from squall.ui import UILimits, UIServer
-from tests.helpers import wait_until
+from tests.helpers import closing_all, wait_until
 
 
 def connect(port: int) -> socket.socket:
@@ -49,15 +47,6 @@ def read_answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
 
 def error(status: int, message: str) -> dict[str, str]:
     return {"error": HTTPStatus(status).phrase, "errorMessage": message}
-
-
-@contextmanager
-def closing_all(sockets: list[socket.socket]) -> Iterator[list[socket.socket]]:
-    try:
-        yield sockets
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
