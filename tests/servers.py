@@ -120,10 +120,28 @@ class RedisServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            if _wait_for_port(self.port, self.process, 10.0, self.host):
+            if _wait_for_port(self.port, self.process, 10.0, self.host) and self._ready(10.0):
                 return self
             self.stop()
         raise RuntimeError("redis-server did not start")
+
+    def _ready(self, timeout: float) -> bool:
+        """Wait until the server answers commands: it accepts connections while it
+        still loads its append-only file, answering ``LOADING`` until it is done."""
+        import redis
+
+        deadline = time.monotonic() + timeout
+        connection = redis.Redis.from_url(self.url, socket_timeout=2.0)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if connection.ping():
+                        return True
+                except (redis.BusyLoadingError, redis.ConnectionError):
+                    time.sleep(0.02)
+            return False
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         """Stop the server (its port then refuses connections)."""
