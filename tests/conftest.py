@@ -30,7 +30,8 @@ from squall import Clock, Config, LocalCluster, ManualClock
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
 from squall.trident import TridentTopology
-from tests.servers import PostgresServer, RedisServer
+from tests.kafka_broker import KafkaBroker, TansuBroker, restartable_broker, session_broker
+from tests.servers import PostgresServer, RedisServer, S3Server
 
 T = TypeVar("T")
 
@@ -149,6 +150,34 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 _databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """A Kafka-protocol broker shared by the session's tests (of each xdist worker): an
+    in-memory Tansu broker, or the one ``SQUALL_KAFKA_BOOTSTRAP`` names. Tests keep
+    apart by topic and group names of their own (see :func:`unique_name`)."""
+    broker = session_broker()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
+def durable_kafka_broker() -> Iterator[TansuBroker]:
+    """A Tansu broker of the test's own storing in a ``moto_server`` S3 bucket, so it can
+    be stopped (or killed) and started again with its topics, records and committed
+    offsets (skipped when ``SQUALL_KAFKA_BOOTSTRAP`` is set)."""
+    s3 = S3Server().start()
+    try:
+        broker = restartable_broker(s3)
+        try:
+            yield broker
+        finally:
+            broker.close()
+    finally:
+        s3.stop()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Sequence
 from typing import Any
 
 from squall.model.errors import InvalidTopologyError
@@ -59,3 +60,13 @@ class OptionChecker:
             wanted = ", ".join(f"{scheme}://" for scheme in schemes)
             raise self.fail(f"{name} must be a URL ({wanted}), got {value!r}")
         return value
+
+    def field_names(self, name: str, fields: Any) -> tuple[str, ...]:
+        """``fields`` if it is a non-empty list of distinct, non-empty field names."""
+        if isinstance(fields, str) or not isinstance(fields, Sequence) or not fields:
+            raise self.fail(f"{name} must be a non-empty list of field names, got {fields!r}")
+        for field in fields:
+            self.text(f"a field of {name}", field)
+        if len(set(fields)) != len(fields):
+            raise self.fail(f"{name} names a field twice: {list(fields)}")
+        return tuple(fields)

@@ -82,12 +82,7 @@ def check_fields(checker: OptionChecker, name: str, fields: Any, allow_none: boo
     """Check a list of field names: non-empty, distinct, each a non-empty string."""
     if fields is None and allow_none:
         return
-    if isinstance(fields, str) or not isinstance(fields, Sequence) or not fields:
-        raise checker.fail(f"{name} must be a non-empty list of field names, got {fields!r}")
-    for field in fields:
-        checker.text(f"a field of {name}", field)
-    if len(set(fields)) != len(fields):
-        raise checker.fail(f"{name} names a field twice: {list(fields)}")
+    checker.field_names(name, fields)
 
 
 def check_decode(checker: OptionChecker, decode: Any, fields: Sequence[str]) -> None:
