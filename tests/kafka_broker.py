@@ -176,6 +176,16 @@ class KafkaBroker:
         finally:
             consumer.close()
 
+    def records_in(self, topic: str) -> int:
+        """The records ``topic`` holds (the true ends of its partitions, added up: the
+        topics of the tests never lose records)."""
+        from squall.connectors.kafka.client import TopicSelection, end_offsets, list_partitions
+
+        admin = self.admin()
+        partitions = list_partitions(admin, TopicSelection(names=(topic,)))
+        conf = {"bootstrap.servers": self.bootstrap, "group.id": "squall-tests-ends"}
+        return sum(end_offsets(conf, partitions).values())
+
     def committed(self, group: str, topic: str, partitions: int) -> list[int]:
         """The offsets ``group`` committed for ``topic``'s partitions (-1001: none)."""
         kafka = _client_modules()
