@@ -85,14 +85,14 @@ def _main(arguments: list[str]) -> None:
     else:
         from squall.spark import SparkCluster
 
-        cluster = SparkCluster(
+        spark = SparkCluster(
             master="local[2]",
             checkpoint_dir=directory,
             spark_conf={
                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
             },
         )
-        cluster.submit_topology("crash", {"topology.spark.batch.interval.millis": 50}, topology)
+        spark.submit_topology("crash", {"topology.spark.batch.interval.millis": 50}, topology)
         time.sleep(120)
     raise SystemExit("the state did not kill the process")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from squall import Config, Fields, InvalidTopologyError
+from squall import Config, Fields, InvalidTopologyError, LocalCluster
 from squall.connectors.errors import ConnectorError, ConnectorUnavailableError
 from squall.connectors.kafka import (
     KafkaTridentSpout,
@@ -45,7 +45,7 @@ from tests.connectors_kafka_topologies import (
     word_values,
 )
 from tests.helpers import wait_until
-from tests.kafka_broker import KafkaBroker
+from tests.kafka_broker import KafkaBroker, TansuBroker
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,6 +158,7 @@ def test_first_poll_offset_latest_starts_at_the_true_end(kafka_broker: KafkaBrok
         kafka_broker.bootstrap, topic, opaque=False, first_poll_offset="latest"
     )
     emitter = spout.get_emitter({}, Context())
+    assert isinstance(emitter, TransactionalOffsetEmitter)
     nothing = Rows()
     meta = emitter.emit_partition_batch_new(None, nothing, 0, None)
     assert (meta, nothing.rows) == (OffsetRange(topic, 0, 3, 3, 0), [])
@@ -177,6 +178,7 @@ def test_malformed_records_are_left_out_counted_and_reported(kafka_broker: Kafka
         kafka_broker.bootstrap, topic, opaque=False, fields=("word",), value_format="json"
     )
     emitter = spout.get_emitter({}, Context())
+    assert isinstance(emitter, TransactionalOffsetEmitter)
     batch = Rows()
     meta = emitter.emit_partition_batch_new(None, batch, 0, None)
     assert meta == OffsetRange(topic, 0, 0, 4, 4)  # the malformed records count
@@ -210,6 +212,7 @@ def test_partitions_follow_the_topics_order_and_new_topics_at_the_end(
     coordinator.close()
 
     emitter = spout.get_emitter({}, Context())
+    assert isinstance(emitter, OpaqueOffsetEmitter)
     assert [emitter.kafka_partition(i, None) for i in range(6)] == [
         (a, 0),
         (a, 1),
@@ -235,6 +238,7 @@ def test_an_unreachable_broker_fails_the_batch_naming_the_spout(
     bootstrap = f"127.0.0.1:{free_port()}"  # nothing listens
     spout = KafkaTridentSpout(bootstrap, "t", opaque=False)
     emitter = spout.get_emitter({}, Context())
+    assert isinstance(emitter, TransactionalOffsetEmitter)
     with pytest.raises(ConnectorUnavailableError) as raised:
         emitter.emit_partition_batch_new(None, Rows(), 3, None)
     assert str(raised.value).startswith(
@@ -243,6 +247,25 @@ def test_an_unreachable_broker_fails_the_batch_naming_the_spout(
     )
     assert str(raised.value).endswith("; the batch is replayed")
     emitter.close()
+
+
+def test_a_coordinator_that_cannot_list_keeps_what_it_knew(
+    kafka_broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any listing no batch starts (not ready); after one, an outage keeps the
+    number of partitions last seen."""
+    monkeypatch.setattr(kafka_trident, "REQUEST_TIMEOUT", 0.5)
+    down = KafkaTridentSpout(f"127.0.0.1:{free_port()}", "t").get_coordinator({}, Context())
+    assert (down.is_ready(), down.number_of_partitions()) == (False, 0)
+    down.close()
+
+    topic = kafka_broker.create_topic(unique_name("words"), 2)
+    coordinator = KafkaTridentSpout(kafka_broker.bootstrap, topic).get_coordinator({}, Context())
+    assert (coordinator.is_ready(), coordinator.number_of_partitions()) == (True, 2)
+    coordinator.close()
+    coordinator.conf = {**coordinator.conf, "bootstrap.servers": f"127.0.0.1:{free_port()}"}
+    assert (coordinator.is_ready(), coordinator.number_of_partitions()) == (True, 2)
+    coordinator.close()
 
 
 def count_words(spout: KafkaTridentSpout, factory: Any) -> TridentTopology:
@@ -287,6 +310,43 @@ def test_counts_are_exact_in_transactional_and_opaque_state(
     else:
         assert list(errors) == ["words"]
         assert [left_out in error.error.splitlines() for error in errors["words"]] == [True]
+
+
+def test_a_broker_outage_fails_batches_that_are_replayed_with_exact_counts(
+    durable_kafka_broker: TansuBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker is killed while the topology runs and started again: the batches that
+    could not read fail naming the spout and the broker, are replayed, and every record
+    is counted once (the clients wait 2 s for the broker, not 10)."""
+    monkeypatch.setattr(kafka_trident, "REQUEST_TIMEOUT", 2.0)
+    broker = durable_kafka_broker
+    topic = broker.create_topic(unique_name("words"), 2)
+    for partition in range(2):
+        broker.produce(topic, word_values(partition, 10), partition=partition)
+    spout = word_spout(broker.bootstrap, [topic], "TRANSACTIONAL", 4)
+    factory = SqliteMapState.factory(str(tmp_path / "counts.db"), StateType.TRANSACTIONAL)
+    conf = {
+        Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
+        "topology.trident.batch.retry.max.millis": 200,
+    }
+
+    def counted() -> dict[str, int]:
+        return {key[0]: value for key, value in SqliteMapState.contents(factory).items()}
+
+    def unreachable() -> bool:
+        errors = cluster.get_topology_info("outage").components["words"].errors
+        return any("cannot reach the Kafka brokers" in error.error for error in errors)
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("outage", conf, count_words(spout, factory).build())
+        wait_until(lambda: counted() == true_counts(2, 10), timeout=20.0)
+        broker.kill()
+        wait_until(unreachable, timeout=60.0)
+        broker.start()
+        for partition in range(2):
+            broker.produce(topic, word_values(partition, 20)[10:], partition=partition)
+        wait_until(lambda: counted() == true_counts(2, 20), timeout=60.0)
+        cluster.kill_topology("outage")
 
 
 def test_wrong_options_are_refused_at_submit_naming_the_stream(
@@ -346,7 +406,7 @@ def test_patterns_and_routing_translators_are_refused() -> None:
         def __call__(self, record: Any) -> Any:
             return "a", [record.value]
 
-    for options, message in [
+    cases: list[tuple[dict[str, Any], str]] = [
         (
             {"topics": re.compile("a.*")},
             "topics must name the topics (patterns are not supported: the partitions' "
@@ -357,7 +417,8 @@ def test_patterns_and_routing_translators_are_refused() -> None:
             "translator may not declare output_fields: a Trident spout emits one stream, "
             "with fields",
         ),
-    ]:
+    ]
+    for options, message in cases:
         spout = KafkaTridentSpout("127.0.0.1:1", **options)
         with pytest.raises(InvalidTopologyError) as raised:
             spout.validate_submission("words", {})
@@ -417,8 +478,6 @@ def test_a_process_killed_mid_transaction_restarts_with_exact_counts(
     os.remove(flag)
     topology = trident_crash_topology(kafka_broker.bootstrap, topic, database, flag, kind).build()
     if engine_name == "local":
-        from squall import LocalCluster
-
         conf = {
             Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: directory,
             Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 1,
@@ -428,10 +487,10 @@ def test_a_process_killed_mid_transaction_restarts_with_exact_counts(
             wait_until(lambda: trident_counts(database, kind) == expected, timeout=30.0)
             cluster.kill_topology("crash")
         return
-    cluster = SparkCluster(spark=request.getfixturevalue("spark"), checkpoint_dir=directory)
+    spark = SparkCluster(spark=request.getfixturevalue("spark"), checkpoint_dir=directory)
     try:
-        cluster.submit_topology("crash", {"topology.spark.batch.interval.millis": 50}, topology)
-        assert cluster.wait_idle("crash")
+        spark.submit_topology("crash", {"topology.spark.batch.interval.millis": 50}, topology)
+        assert spark.wait_idle("crash")
         assert trident_counts(database, kind) == expected
     finally:
-        cluster.shutdown()
+        spark.shutdown()
