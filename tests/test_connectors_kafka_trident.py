@@ -426,12 +426,13 @@ def test_patterns_and_routing_translators_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("engine_name", "kind"),
+    ("engine_name", "kind", "point"),
     [
-        ("local", "TRANSACTIONAL"),
-        ("local", "OPAQUE"),
-        pytest.param("spark", "TRANSACTIONAL", marks=pytest.mark.spark),
-        pytest.param("spark", "OPAQUE", marks=pytest.mark.spark),
+        ("local", "TRANSACTIONAL", "mid-batch"),
+        ("local", "OPAQUE", "mid-batch"),
+        ("local", "TRANSACTIONAL", "between-batches"),
+        pytest.param("spark", "TRANSACTIONAL", "mid-batch", marks=pytest.mark.spark),
+        pytest.param("spark", "OPAQUE", "between-batches", marks=pytest.mark.spark),
     ],
 )
 def test_a_process_killed_mid_transaction_restarts_with_exact_counts(
@@ -440,29 +441,21 @@ def test_a_process_killed_mid_transaction_restarts_with_exact_counts(
     tmp_path: Path,
     engine_name: str,
     kind: str,
+    point: str,
 ) -> None:
     """The process running the topology is killed (SIGKILL) while transaction 2 is half
-    applied: one state partition has written it, the other not. The topology started
-    again on the same coordination store (local) or checkpoint (Spark) replays the
-    transaction from its recorded ranges; the counts equal the true counts."""
+    applied (``mid-batch``: one state partition has written it, the other not), or as
+    the spout reads transaction 3, transaction 2 committed (``between-batches``). The
+    topology started again on the same coordination store (local) or checkpoint (Spark)
+    replays the transaction from its recorded ranges; the counts equal the true counts."""
     topic = kafka_broker.create_topic(unique_name("words"), 3)
     for partition in range(3):
         kafka_broker.produce(topic, word_values(partition, 12), partition=partition)
     directory, database, flag = (str(tmp_path / n) for n in ("dir", "s.db", "kill"))
     Path(flag).touch()
+    arguments = [engine_name, kafka_broker.bootstrap, topic, directory, database, flag]
     child = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.connectors_kafka_topologies",
-            engine_name,
-            kafka_broker.bootstrap,
-            topic,
-            directory,
-            database,
-            flag,
-            kind,
-        ],
+        [sys.executable, "-m", "tests.connectors_kafka_topologies", *arguments, kind, point],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -473,10 +466,15 @@ def test_a_process_killed_mid_transaction_restarts_with_exact_counts(
     assert child.returncode == -9, child.stderr[-3000:]
     partial = trident_counts(database, kind)
     expected = true_counts(3, 12)
-    assert partial and partial != expected  # transaction 2 was half written
+    if point == "mid-batch":
+        assert partial and partial != expected  # transaction 2 was half written
+    else:
+        assert partial == true_counts(3, 8)  # transactions 1 and 2 (4 records each)
 
     os.remove(flag)
-    topology = trident_crash_topology(kafka_broker.bootstrap, topic, database, flag, kind).build()
+    topology = trident_crash_topology(
+        kafka_broker.bootstrap, topic, database, flag, kind, point
+    ).build()
     if engine_name == "local":
         conf = {
             Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: directory,
