@@ -17,9 +17,9 @@ store or the Spark checkpoint), recorded as the batch's metadata :class:`OffsetR
 (topic, partition, first offset read from, the offset after the range, records read).
 A new range starts at the previous range's end (a partition's first batch: its first
 record with ``first_poll_offset="earliest"``, or its true end at that moment with
-``"latest"``) and ends after ``max_batch_records`` records or at the partition's end
-at that moment (the end-of-partition event of the fetch: the consumer never waits for
-records).
+``"latest"``, looked up again by each attempt of an opaque spout) and ends after
+``max_batch_records`` records or at the partition's end at that moment (the
+end-of-partition event of the fetch: the consumer never waits for records).
 
 Guarantee, with a transactional or opaque Trident state: **exactly-once**.
 
