@@ -9,11 +9,21 @@ from squall.connectors.kafka.records import (
     KafkaRecord,
     MalformedRecordError,
 )
+from squall.connectors.kafka.trident import (
+    KafkaTridentSpout,
+    OffsetRange,
+    OpaqueKafkaTridentSpout,
+    TransactionalKafkaTridentSpout,
+)
 
 __all__ = [
     "ERRORS_STREAM",
     "ERROR_FIELDS",
     "RECORD_FIELDS",
     "KafkaRecord",
+    "KafkaTridentSpout",
     "MalformedRecordError",
+    "OffsetRange",
+    "OpaqueKafkaTridentSpout",
+    "TransactionalKafkaTridentSpout",
 ]
