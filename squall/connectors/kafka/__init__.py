@@ -2,6 +2,8 @@
 (``pip install 'squall[kafka]'``).
 """
 
+from squall.connectors.kafka.bolt import KafkaBolt
+from squall.connectors.kafka.encoding import RecordEncodingError
 from squall.connectors.kafka.records import (
     ERROR_FIELDS,
     ERRORS_STREAM,
@@ -14,6 +16,8 @@ __all__ = [
     "ERRORS_STREAM",
     "ERROR_FIELDS",
     "RECORD_FIELDS",
+    "KafkaBolt",
     "KafkaRecord",
     "MalformedRecordError",
+    "RecordEncodingError",
 ]
