@@ -11,6 +11,7 @@ from squall.connectors.kafka.records import (
     KafkaRecord,
     MalformedRecordError,
 )
+from squall.connectors.kafka.state import KafkaState, KafkaStateFactory, KafkaStateUpdater
 
 __all__ = [
     "ERRORS_STREAM",
@@ -18,6 +19,9 @@ __all__ = [
     "RECORD_FIELDS",
     "KafkaBolt",
     "KafkaRecord",
+    "KafkaState",
+    "KafkaStateFactory",
+    "KafkaStateUpdater",
     "MalformedRecordError",
     "RecordEncodingError",
 ]
