@@ -8,6 +8,8 @@ wrong options are refused at submit."""
 from __future__ import annotations
 
 import json
+import pickle
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -251,6 +253,11 @@ def test_records_time_out_while_the_broker_is_down_and_replays_are_delivered_aft
         cluster.submit_topology("outage", {}, topology(spout, sink=bolt))
         broker.stop()
         spout.release()
+
+        def in_flight() -> float:
+            return float(cluster.get_topology_info("outage").components["sink"].custom["in_flight"])
+
+        wait_until(lambda: in_flight() == count, timeout=30.0)  # awaiting their reports
         wait_until(lambda: set(spout.failed()) == set(range(count)), timeout=30.0)
         assert spout.acked() == []
         broker.start()
@@ -358,6 +365,93 @@ def test_a_tuple_that_cannot_be_written_is_failed_alone(kafka_broker: KafkaBroke
     ) in errors
     assert records(kafka_broker, out, 2) == [(None, b"three"), (None, b"zero")]
     nothing_more(kafka_broker, out, 2)
+
+
+class Unruly:
+    """A topic selector that raises for n=0, returns 42 for n=1 and ``topic`` else."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+
+    def __call__(self, tup: Any) -> Any:
+        if tup["n"] == 0:
+            raise ValueError("no topic for zero")
+        return 42 if tup["n"] == 1 else self.topic
+
+
+def test_a_selector_that_raises_or_returns_no_topic_name_fails_its_tuple(
+    kafka_broker: KafkaBroker,
+) -> None:
+    out = kafka_broker.create_topic(unique_name("out"))
+    spout = FixedTupleSpout([[n, f"v{n}"] for n in range(3)], ["n", "value"])
+    with LocalCluster() as cluster:
+        cluster.submit_topology(
+            "unruly", {}, topology(spout, sink=KafkaBolt(kafka_broker.bootstrap, Unruly(out)))
+        )
+        wait_until(lambda: len(spout.acked) + len(spout.failed) == 3, timeout=10.0)
+        stats = cluster.get_topology_info("unruly").components["sink"]
+        cluster.kill_topology("unruly")
+    assert spout.acked == [2] and sorted(spout.failed) == [0, 1]
+    assert stats.custom == {"delivered": 1, "failed": 2, "skipped": 0, "in_flight": 0}
+    reports = [error.error.splitlines()[-1] for error in stats.errors]
+    assert sorted(reports) == [
+        "ConnectorError: KafkaBolt 'sink': cannot write a tuple: topic selector Unruly "
+        "raised ValueError: no topic for zero; the tuple is failed",
+        "ConnectorError: KafkaBolt 'sink': cannot write a tuple: topic selector Unruly "
+        "returned 42, not a topic name (or None to skip the tuple); the tuple is failed",
+    ]
+    assert records(kafka_broker, out, 1) == [(None, b"v2")]
+    nothing_more(kafka_broker, out, 1)
+
+
+def test_a_full_producer_queue_waits_for_room(kafka_broker: KafkaBroker) -> None:
+    """A queue of one record: each produce waits until the previous record's report
+    made room; every tuple is acked and written once."""
+    count = 20
+    out = kafka_broker.create_topic(unique_name("out"))
+    spout = FixedTupleSpout([[n, f"v{n}"] for n in range(count)], ["n", "value"])
+    bolt = KafkaBolt(kafka_broker.bootstrap, out, producer_conf={"queue.buffering.max.messages": 1})
+    with LocalCluster() as cluster:
+        cluster.submit_topology("full", {}, topology(spout, sink=bolt))
+        wait_until(lambda: len(spout.acked) + len(spout.failed) == count, timeout=20.0)
+        stats = cluster.get_topology_info("full").components["sink"]
+        cluster.kill_topology("full")
+    assert sorted(spout.acked) == list(range(count)) and spout.failed == []
+    assert stats.errors_total == 0
+    expected = sorted((None, f"v{n}".encode()) for n in range(count))
+    assert records(kafka_broker, out, count) == expected
+    nothing_more(kafka_broker, out, count)
+
+
+class Collected:
+    """A picklable stand-in for a task's collector (a Spark snapshot replaces the
+    engine's own by a reference)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def ack(self, tup: Any) -> None:
+        self.calls.append(("ack", tup))
+
+    def fail(self, tup: Any) -> None:
+        self.calls.append(("fail", tup))
+
+    def report_error(self, error: BaseException) -> None:
+        self.calls.append(("error", str(error)))
+
+
+def test_a_prepared_bolt_pickles_without_its_producer(kafka_broker: KafkaBroker) -> None:
+    """What a Spark snapshot of a task holds: options and counters, not the producer;
+    the copy makes a producer of its own when it next writes."""
+    collector = Collected()
+    bolt = KafkaBolt(kafka_broker.bootstrap, "out")
+    bolt.prepare({}, SimpleNamespace(component_id="sink"), collector)  # type: ignore[arg-type]
+    copy = pickle.loads(pickle.dumps(bolt))
+    assert copy._producer is None and copy._pending == {}
+    assert copy.metrics() == {"delivered": 0, "failed": 0, "skipped": 0, "in_flight": 0}
+    assert copy._client() is not None
+    bolt.cleanup()
+    copy.cleanup()
 
 
 def selector(tup: Any) -> str:

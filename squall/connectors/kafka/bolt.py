@@ -136,8 +136,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         """Everything but the producer and the records in flight (a Spark snapshot is
         taken once every record of the micro-batch was confirmed)."""
         state = dict(vars(self))
-        state.pop("_producer", None)
-        state.pop("_pending", None)
+        for name in ("_producer", "_pending", "_errors", "_error_of"):
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -145,6 +145,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         if "_delivered" in state:  # a prepared task: a producer of its own, made on use
             self._producer: Any = None
             self._pending: dict[int, Tuple | None] = {}
+            self._errors: Counter[tuple[str, str]] = Counter()
+            self._error_of: dict[tuple[str, str], Any] = {}
 
     # --- options ----------------------------------------------------------------------
 
@@ -192,8 +194,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         self._failed = 0
         self._skipped = 0
         self._warned_skip = False
-        self._errors: Counter[tuple[str, str]] = Counter()
-        self._error_of: dict[tuple[str, str], Any] = {}
+        self._errors = Counter()
+        self._error_of = {}
         self._producer = kafka().Producer(dict(self._settings))
 
     def _client(self) -> Any:
