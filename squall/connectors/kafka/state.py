@@ -200,6 +200,8 @@ class KafkaState(State):
             try:
                 produce(producer, topic, key, value, delivered)
             except kafka().KafkaException as error:
+                # the batch's records handed over so far settle before the replay
+                wait_for_reports(producer, lambda: pending[0], self.report_wait)
                 raise ConnectorError(
                     f"{self.label}: topic {topic!r} refused a record of batch "
                     f"{self.current_txid}: {one_line(error)}; {REPLAYED}"
