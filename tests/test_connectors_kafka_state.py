@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from squall import Fields, InvalidTopologyError
+from squall import Fields, InvalidTopologyError, LocalCluster
 from squall.connectors.errors import ConnectorUnavailableError
 from squall.connectors.kafka import KafkaState, KafkaStateUpdater, RecordEncodingError
 from squall.testing import SharedRecord
@@ -22,7 +22,8 @@ from squall.trident import TridentCollector, TridentTopology, TridentTuple
 from squall.trident.spouts import FixedBatchSpout
 from squall.trident.state import MemoryMapState, StateType
 from tests.conftest import ENGINE_SETTINGS, SPARK_RETRIES, Engine, EngineSettings, unique_name
-from tests.kafka_broker import KafkaBroker
+from tests.helpers import wait_until
+from tests.kafka_broker import KafkaBroker, TansuBroker
 from tests.servers import free_port
 
 WORDS = ["apple", "pear", "fig"]
@@ -227,3 +228,48 @@ def test_wrong_options_are_refused_by_the_factory(options: dict[str, Any], messa
         KafkaState.factory(**arguments)
     assert str(raised.value).startswith("KafkaState.factory: ")
     assert message in str(raised.value)
+
+
+class Counting:
+    """A topic selector to ``topic`` that records each tuple's ``n`` it sees."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.record = SharedRecord()
+
+    def __call__(self, tup: Any) -> str:
+        self.record.append("seen", tup["n"])
+        return self.topic
+
+
+def test_batches_fail_while_the_broker_is_down_and_are_written_once_it_is_back(
+    durable_kafka_broker: TansuBroker,
+) -> None:
+    """Broker stopped: the first batch's records time out, the batch fails and is
+    replayed (again and again); once the broker is back every tuple is written, once
+    (nothing of a failed attempt reached the broker)."""
+    broker = durable_kafka_broker
+    count = 6
+    out = broker.create_topic(unique_name("out"))
+    selector = Counting(out)
+    factory = KafkaState.factory(
+        broker.bootstrap, selector, value_field="n", producer_conf={"message.timeout.ms": 500}
+    )
+    broker.stop()
+    with LocalCluster() as cluster:
+        cluster.submit_topology(
+            "koutage", dict(ENGINE_SETTINGS["local"].conf), trident(factory, count).build()
+        )
+        wait_until(lambda: Counter(selector.record.get("seen"))[0] >= 2, timeout=30.0)
+        broker.start()
+        written = values(broker, out, count, 60.0)
+        components = cluster.get_topology_info("koutage").components
+        cluster.kill_topology("koutage")
+    assert written == sorted((None, str(n).encode()) for n in range(count))
+    nothing_more(broker, out, count)
+    errors = "\n".join(e.error for stats in components.values() for e in stats.errors)
+    assert (
+        f"ConnectorUnavailableError: KafkaState 'b1-partition_persist(KafkaStateUpdater)' "
+        f"cannot reach {broker.bootstrap}: 3 records to topic {out!r} not delivered: Local: "
+        "Message timed out; batch 1 fails and is replayed"
+    ) in errors
