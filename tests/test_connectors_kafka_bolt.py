@@ -102,6 +102,7 @@ KEYS: list[Any] = ["k-str", b"k-bytes", None, 42]
 KEY_BYTES = [b"k-str", b"k-bytes", None, b"42"]
 DOCS: list[Any] = [{"a": [1, 2]}, "text", 2.5, None]
 FIELDS = ["n", "key", "text", "blob", "doc"]
+FORMATS = ("str", "bytes", "json")
 
 
 def format_rows(count: int) -> list[list[Any]]:
@@ -151,9 +152,6 @@ def test_records_hold_the_keys_and_values_in_each_format_and_acks_follow_deliver
     )
     for topic in topics.values():
         nothing_more(kafka_broker, topic, count)
-
-
-FORMATS = ("str", "bytes", "json")
 
 
 class ByParity:
