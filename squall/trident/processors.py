@@ -364,6 +364,10 @@ class StateProcessor(Processor):
         if state is not None and callable(getattr(state, "close", None)):
             state.close()
 
+    def cleanup(self) -> None:
+        """At shutdown: close the task's state (``State.close``)."""
+        self.close_state()
+
 
 class PersistProcessor(StateProcessor):
     """``persistent_aggregate`` / ``partition_persist``: updates the state at commit
@@ -382,6 +386,14 @@ class PersistProcessor(StateProcessor):
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         super().prepare(conf, context)
         self.aggregator.prepare(conf, context)
+
+    def cleanup(self) -> None:
+        """At shutdown: the aggregator's or updater's ``cleanup``, then close the
+        state."""
+        try:
+            _cleanup(self.aggregator)
+        finally:
+            super().cleanup()
 
     def start(self) -> dict[tuple[Any, ...], Any]:
         return {}
@@ -421,6 +433,13 @@ class PersistProcessor(StateProcessor):
             self.emit(run, [*key, value])
 
 
+def _cleanup(operation: Any) -> None:
+    """``operation.cleanup()`` if it has one."""
+    cleanup = getattr(operation, "cleanup", None)
+    if callable(cleanup):
+        cleanup()
+
+
 def _combine_into(aggregator: Any, partial: Any) -> Any:
     def update(old: Any) -> Any:
         return aggregator.combine(aggregator.zero() if old is None else old, partial)
@@ -458,6 +477,13 @@ class StateQueryProcessor(StateProcessor):
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         super().prepare(conf, context)
         self.query.prepare(conf, context)
+
+    def cleanup(self) -> None:
+        """At shutdown: the query function's ``cleanup``, then close the state."""
+        try:
+            _cleanup(self.query)
+        finally:
+            super().cleanup()
 
     def start(self) -> list[list[Any]]:
         return []

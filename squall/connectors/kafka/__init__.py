@@ -2,6 +2,8 @@
 (``pip install 'squall[kafka]'``).
 """
 
+from squall.connectors.kafka.bolt import KafkaBolt
+from squall.connectors.kafka.encoding import RecordEncodingError
 from squall.connectors.kafka.records import (
     ERROR_FIELDS,
     ERRORS_STREAM,
@@ -9,6 +11,7 @@ from squall.connectors.kafka.records import (
     KafkaRecord,
     MalformedRecordError,
 )
+from squall.connectors.kafka.state import KafkaState, KafkaStateFactory, KafkaStateUpdater
 from squall.connectors.kafka.trident import (
     KafkaTridentSpout,
     OffsetRange,
@@ -20,10 +23,15 @@ __all__ = [
     "ERRORS_STREAM",
     "ERROR_FIELDS",
     "RECORD_FIELDS",
+    "KafkaBolt",
     "KafkaRecord",
+    "KafkaState",
+    "KafkaStateFactory",
+    "KafkaStateUpdater",
     "KafkaTridentSpout",
     "MalformedRecordError",
     "OffsetRange",
     "OpaqueKafkaTridentSpout",
+    "RecordEncodingError",
     "TransactionalKafkaTridentSpout",
 ]

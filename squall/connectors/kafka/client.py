@@ -51,6 +51,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "reconnect.backoff.max.ms": 1000,
     "socket.connection.setup.timeout.ms": 10_000,
     "linger.ms": 5,
+    # A record not confirmed within 30 s (the broker down) fails, so its tuple is
+    # failed and replayed (librdkafka's default waits 5 minutes).
+    "message.timeout.ms": 30_000,
 }
 #: Settings whose values are secrets, hidden in errors and ``repr``.
 SECRET_OPTIONS = ("sasl.password", "ssl.key.password", "ssl.keystore.password")

@@ -271,8 +271,10 @@ class StateFactory(ABC):
         context: Any,
         partition_index: int,
         num_partitions: int,
-    ) -> MapState:
-        """Make the state of partition ``partition_index`` of ``num_partitions``.
+    ) -> State:
+        """Make the state of partition ``partition_index`` of ``num_partitions`` (a
+        :class:`MapState` for ``persistent_aggregate``; any :class:`State` its
+        ``StateUpdater`` knows for ``partition_persist``).
 
         Runs in the process of the task that owns the partition, once per task (an
         engine may make it again after a restart). ``context`` is the task's topology
