@@ -470,7 +470,12 @@ def selector(tup: Any) -> str:
         ({"topic": ""}, "topic must be a non-empty string, got ''"),
         ({"topic": 3}, "topic must be a non-empty string, got 3"),
         ({"key_field": ""}, "key_field must be a non-empty string, got ''"),
-        ({"value_field": None}, "value_field must be a non-empty string, got None"),
+        ({"value_field": ""}, "value_field must be a non-empty string, got ''"),
+        (
+            {"value_field": None},
+            "value_field=None writes the whole tuple as a JSON object: it needs "
+            'value_format="json"',
+        ),
         ({"value_format": "avro"}, "value_format must be one of 'str', 'bytes', 'json'"),
         ({"fire_and_forget": "yes"}, "fire_and_forget must be True or False, got 'yes'"),
         ({"producer_conf": "acks=all"}, "producer_conf must be a dict of client options"),
@@ -511,3 +516,17 @@ def test_the_json_format_names_a_value_it_cannot_write() -> None:
     with pytest.raises(RecordEncodingError, match="field 'value' cannot be written as JSON"):
         encoder.encode(Row(key=None, value={1, 2}))
     assert json.loads(encoder.encode(Row(key=None, value=[None]))[2] or b"") == [None]
+
+
+def test_without_a_value_field_the_value_is_the_whole_tuple_as_json() -> None:
+    from squall.connectors.kafka.encoding import RecordEncoder
+    from squall.model.fields import Fields
+    from squall.trident.tuple import TridentTuple
+
+    encoder = RecordEncoder("out", "product", None, "json")
+    row = TridentTuple([1_000, "p-1", 3], Fields(["window_end", "product", "actions"]))
+    assert encoder.encode(row) == (
+        "out",
+        b"p-1",
+        b'{"window_end": 1000, "product": "p-1", "actions": 3}',
+    )

@@ -94,7 +94,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         topic: str | TopicSelector,
         *,
         key_field: str | None = None,
-        value_field: str = "value",
+        value_field: str | None = "value",
         value_format: str = "str",
         producer_conf: dict[str, Any] | None = None,
         fire_and_forget: bool = False,
@@ -106,7 +106,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             topic: the topic, or a callable ``tuple -> topic name or None`` (None: the
                 tuple is acked without a record).
             key_field: the field holding the record's key; None: records without key.
-            value_field: the field holding the record's value.
+            value_field: the field holding the record's value; None: the whole tuple as
+                a JSON object of its fields (with ``value_format="json"``).
             value_format: ``"str"``, ``"bytes"`` or ``"json"`` (see
                 :mod:`squall.connectors.kafka.encoding`).
             producer_conf: librdkafka producer settings over squall's (e.g.

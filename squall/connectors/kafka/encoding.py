@@ -15,7 +15,9 @@ selector):
   they are (anything else makes the tuple unwritable); ``"json"``: its JSON text
   (``json.dumps``) as UTF-8 (a value JSON cannot hold makes the tuple unwritable). A
   None value is a record without a value (a tombstone) in every format, as the spouts
-  read it back.
+  read it back. With ``value_field=None`` (``value_format="json"`` only) the value is
+  the whole tuple as a JSON object of its fields, ``{"field": value, ...}`` in the
+  tuple's order.
 
 An unwritable tuple (a field it lacks, a value its format refuses, a failing selector)
 raises :class:`RecordEncodingError`, whose message says which and why; the sink fails
@@ -89,7 +91,7 @@ class RecordEncoder:
         self,
         topic: str | TopicSelector,
         key_field: str | None,
-        value_field: str,
+        value_field: str | None,
         value_format: str,
     ) -> None:
         self.topic = topic
@@ -130,6 +132,9 @@ class RecordEncoder:
         if topic is None:
             return None, None, None
         key = None if self.key_field is None else encode_key(self._field(tup, self.key_field))
+        if self.value_field is None:
+            whole = dict(zip(tup.fields, tup.values, strict=True))
+            return topic, key, encode_value(whole, "json", "(the whole tuple)")
         value = encode_value(
             self._field(tup, self.value_field), self.value_format, self.value_field
         )
@@ -160,8 +165,15 @@ def check_encoding(
         checker.text("topic", topic)
     if key_field is not None:
         checker.text("key_field", key_field)
-    checker.text("value_field", value_field)
     checker.choice("value_format", value_format, FORMATS)
+    if value_field is None:
+        if value_format != "json":
+            raise checker.fail(
+                "value_field=None writes the whole tuple as a JSON object: it needs "
+                f'value_format="json", got {value_format!r}'
+            )
+    else:
+        checker.text("value_field", value_field)
 
 
 __all__ = [

@@ -77,7 +77,7 @@ class KafkaStateFactory(StateFactory):
     bootstrap_servers: str
     topic: str | TopicSelector
     key_field: str | None = None
-    value_field: str = "value"
+    value_field: str | None = "value"
     value_format: str = "str"
     producer_conf: dict[str, Any] = field(default_factory=dict, hash=False)
 
@@ -121,7 +121,7 @@ class KafkaState(State):
         bootstrap_servers: str,
         topic: str | TopicSelector,
         key_field: str | None = None,
-        value_field: str = "value",
+        value_field: str | None = "value",
         value_format: str = "str",
         producer_conf: Mapping[str, Any] | None = None,
     ) -> KafkaStateFactory:
@@ -135,7 +135,8 @@ class KafkaState(State):
             topic: the topic, or a callable ``tuple -> topic name or None`` (None: the
                 tuple is left out).
             key_field: the field holding the record's key; None: records without key.
-            value_field: the field holding the record's value.
+            value_field: the field holding the record's value; None: the whole tuple as
+                a JSON object of its fields (with ``value_format="json"``).
             value_format: ``"str"``, ``"bytes"`` or ``"json"``.
             producer_conf: librdkafka producer settings over squall's.
 
