@@ -1,0 +1,995 @@
+"""``KafkaSpout``: Storm's storm-kafka-client ``KafkaSpout`` over confluent-kafka.
+
+Partitions: the spout assigns them itself (``assign``, never the consumer-group
+protocol): the selected topics' partitions sorted by ``(topic, partition)``, partition
+``i`` to the task of index ``i % tasks`` (see :mod:`squall.connectors.kafka.assignment`),
+listed again every ``partition_refresh_ms`` so partitions of topics created later are
+read. The group (``group_id``) only keeps the committed offsets.
+
+Guarantees (``processing_guarantee``):
+
+* ``at_least_once`` (default): each record is emitted with message id ``(topic,
+  partition, offset)``. Every ``commit_period_ms`` the task commits, per partition, the
+  offset of the oldest record it handed out and that is not done yet (else the offset
+  after the last one): the longest prefix of done records, gaps in offsets (compacted
+  topics) never blocking. A failed record is emitted again (the same values, not read
+  again) after its :class:`~squall.connectors.kafka.retry.RetryBackoff`; once its
+  retries are exhausted it counts as done, is reported and counted in
+  ``retries_exhausted``. A partition with ``max_uncommitted_offsets`` records emitted
+  past its committed offset is paused (nothing new read or emitted from it; replays go
+  on) until a commit frees room. The task commits at ``deactivate`` and ``close`` too.
+* ``at_most_once``: the offsets of the records read are committed before any of them
+  is emitted (without message id, never replayed).
+* ``no_guarantee``: records are emitted without message id; the position read is
+  committed every ``commit_period_ms`` without waiting for the broker.
+
+A commit counts once the broker has confirmed it (commits are sent without blocking
+the task and confirmed while it reads: a synchronous commit waits up to 45 s for a
+broker that is down); a commit that failed is sent again.
+
+Where it starts (``first_poll_offset``) on a partition it has no position for:
+``uncommitted_earliest`` (default) and ``uncommitted_latest`` after the group's
+committed offset if there is one, else at the earliest offset / the end;
+``earliest`` and ``latest`` ignore commits made by another topology (the commit's
+metadata names the topology: a restarted task of the same topology resumes from its
+commits). The end is the true end of the partition
+(:func:`~squall.connectors.kafka.client.end_offsets`).
+
+Where it runs: the component carries only its options and pickles. Each task makes its
+consumer at its first ``next_tuple`` (local engine: the task's worker; Spark: the
+source's driver-side process). A Spark snapshot keeps the per-partition positions, the
+records in flight (their values), the done-but-not-committed offsets and the retry
+schedule; never the consumer or records read ahead. A restored task makes a consumer
+again and seeks each partition to its snapshot position.
+
+Reading: ``next_tuple`` emits at most one tuple, from a buffer it fills with one
+``consume`` (waiting at most ``poll_timeout_ms``); records the translator skips are
+done at once and the next one is emitted in the same call.
+
+Failures: a broker that cannot be reached (consume errors, commits, metadata or offset
+requests) is reported as ``KafkaSpout '<component>' cannot reach <servers>: ...``
+through the collector, with the connectors' back-off; ``next_tuple`` never raises for
+it and nothing is lost (commits are sent again). A topic that disappears is reported;
+when it exists again (or a partition's end falls behind the task's position, or the
+broker says its offset is out of range) the partition starts again at the strategy's
+reset point (earliest, or the end for the ``latest`` strategies), reported too.
+
+Metrics (``metrics()``, refreshed by the task): per partition
+``<topic>/partition_<p>/spoutLag``, ``/latestTimeOffset`` (the end, from fetches),
+``/latestCompletedOffset`` (committed), ``/latestEmittedOffset``; per topic
+``<topic>/totalSpoutLag``; and ``malformed``, ``replayed``, ``retries_exhausted``,
+``in_flight``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from squall.connectors.errors import ConnectorError
+from squall.connectors.kafka.assignment import task_partitions
+from squall.connectors.kafka.client import (
+    CONSUMER_OWNED,
+    TopicSelection,
+    check_bootstrap,
+    check_client_conf,
+    check_conf,
+    check_installed,
+    consumer_config,
+    end_offsets,
+    is_unreachable,
+    kafka,
+    list_partitions,
+    one_line,
+    redact_conf,
+)
+from squall.connectors.kafka.offsets import PartitionOffsets
+from squall.connectors.kafka.records import (
+    ERROR_FIELDS,
+    ERRORS_STREAM,
+    FORMATS,
+    RECORD_ATTRIBUTES,
+    RECORD_FIELDS,
+    MalformedRecordError,
+    RecordReader,
+    Translator,
+    error_values,
+)
+from squall.connectors.kafka.retry import RetryBackoff, RetrySchedule
+from squall.connectors.options import OptionChecker
+from squall.connectors.outage import Outage
+from squall.model.components import Spout
+from squall.model.declarer import OutputFieldsDeclarer
+from squall.runtime.hooks import ReportsMetrics, ValidatesSubmission
+
+if TYPE_CHECKING:
+    from squall.runtime.collectors import SpoutOutputCollector
+    from squall.runtime.context import TopologyContext
+
+AT_LEAST_ONCE = "at_least_once"
+AT_MOST_ONCE = "at_most_once"
+NO_GUARANTEE = "no_guarantee"
+GUARANTEES = (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE)
+STRATEGIES = ("uncommitted_earliest", "earliest", "latest", "uncommitted_latest")
+#: Options the spout sets on its consumer itself.
+SPOUT_OWNED = {
+    **CONSUMER_OWNED,
+    "auto.offset.reset": "first_poll_offset",
+    "error_cb": "(the spout reports errors itself)",
+    "on_commit": "(the spout tracks its commits itself)",
+}
+#: Records one ``consume`` fetches at most.
+CONSUME_BATCH = 1000
+#: Seconds a metadata or offsets request may take (or ``poll_timeout_ms`` if longer).
+REQUEST_SECONDS = 2.0
+#: Seconds between two refreshes of the metrics.
+METRICS_SECONDS = 0.2
+#: Seconds between two reports of the same error that is not an outage.
+REPEAT_SECONDS = 5.0
+
+Tp = tuple[str, int]
+MsgId = tuple[str, int, int]
+
+
+class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
+    """Emits the records of Kafka topics (see the module docstring).
+
+    Declares the translator's streams (the default stream with ``fields`` without one)
+    and ``"errors"`` with :data:`~squall.connectors.kafka.records.ERROR_FIELDS`.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topics: str | Sequence[str] | Any,
+        group_id: str,
+        *,
+        processing_guarantee: str = AT_LEAST_ONCE,
+        first_poll_offset: str = "uncommitted_earliest",
+        fields: Sequence[str] = RECORD_FIELDS,
+        translator: Translator | None = None,
+        key_format: str = "str",
+        value_format: str = "str",
+        commit_period_ms: int = 30_000,
+        max_uncommitted_offsets: int = 10_000_000,
+        poll_timeout_ms: int = 200,
+        retry: RetryBackoff | None = None,
+        consumer_conf: Mapping[str, Any] | None = None,
+        partition_refresh_ms: int = 2000,
+    ) -> None:
+        """Keep the options; they are checked when the topology is submitted.
+
+        Args:
+            bootstrap_servers: ``host:port[,host:port...]``.
+            topics: a topic name, a list of names, or a compiled ``re.Pattern``
+                matched against every topic's name.
+            group_id: the consumer group whose committed offsets the spout keeps.
+            processing_guarantee: ``at_least_once``, ``at_most_once`` or
+                ``no_guarantee`` (see the module docstring).
+            first_poll_offset: where a partition starts (see the module docstring).
+            fields: the tuple's fields (see :mod:`squall.connectors.kafka.records`).
+            translator: ``record -> values`` (or ``(stream, values)``; None skips).
+            key_format: ``str``, ``bytes`` or ``json``.
+            value_format: ``str``, ``bytes`` or ``json``.
+            commit_period_ms: milliseconds between commits.
+            max_uncommitted_offsets: records emitted past a partition's committed
+                offset at most (``at_least_once``).
+            poll_timeout_ms: the longest a ``next_tuple`` waits for records.
+            retry: the back-off of failed records (default ``RetryBackoff()``).
+            consumer_conf: more librdkafka consumer settings.
+            partition_refresh_ms: milliseconds between two listings of the partitions.
+        """
+        self.bootstrap_servers = bootstrap_servers
+        self.topics = list(topics) if isinstance(topics, (list, tuple)) else topics
+        self.group_id = group_id
+        self.processing_guarantee = processing_guarantee
+        self.first_poll_offset = first_poll_offset
+        self.fields = tuple(fields) if isinstance(fields, (list, tuple)) else fields
+        self.translator = translator
+        self.key_format = key_format
+        self.value_format = value_format
+        self.commit_period_ms = commit_period_ms
+        self.max_uncommitted_offsets = max_uncommitted_offsets
+        self.poll_timeout_ms = poll_timeout_ms
+        self.retry = RetryBackoff() if retry is None else retry
+        self.consumer_conf = (
+            dict(consumer_conf) if isinstance(consumer_conf, Mapping) else (consumer_conf)
+        )
+        self.partition_refresh_ms = partition_refresh_ms
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaSpout(bootstrap_servers={self.bootstrap_servers!r}, topics={self.topics!r}, "
+            f"group_id={self.group_id!r}, consumer_conf={redact_conf(self._conf_or_none())!r})"
+        )
+
+    def _conf_or_none(self) -> Mapping[str, Any] | None:
+        conf = self.consumer_conf
+        return conf if isinstance(conf, Mapping) else None
+
+    # --- options ----------------------------------------------------------------------
+
+    def check_options(self, checker: OptionChecker) -> None:
+        """Check every option (librdkafka checks the consumer settings); raise the
+        checker's error at the first wrong one."""
+        check_installed(checker)
+        check_bootstrap(checker, self.bootstrap_servers)
+        TopicSelection.of(checker, self.topics)
+        checker.text("group_id", self.group_id)
+        checker.choice("processing_guarantee", self.processing_guarantee, GUARANTEES)
+        checker.choice("first_poll_offset", self.first_poll_offset, STRATEGIES)
+        fields = checker.field_names("fields", self.fields)
+        checker.choice("key_format", self.key_format, FORMATS)
+        checker.choice("value_format", self.value_format, FORMATS)
+        translator = self.translator
+        if translator is not None:
+            if not callable(translator):
+                raise checker.fail(f"translator must be callable, got {translator!r}")
+            routed = getattr(translator, "output_fields", None)
+            if routed is not None and (not isinstance(routed, Mapping) or not routed):
+                raise checker.fail(
+                    f"translator.output_fields must map streams to field names, got {routed!r}"
+                )
+            for stream, names in (routed or {}).items():
+                checker.field_names(f"translator.output_fields[{stream!r}]", names)
+                if stream == ERRORS_STREAM:
+                    raise checker.fail(f"translator.output_fields may not declare {stream!r}")
+        elif self.value_format != "json":
+            others = [name for name in fields if name not in RECORD_ATTRIBUTES]
+            if others:
+                raise checker.fail(
+                    f"fields {others} are read from the value, which needs "
+                    f"value_format='json' (got {self.value_format!r})"
+                )
+        checker.positive_int("commit_period_ms", self.commit_period_ms)
+        checker.positive_int("max_uncommitted_offsets", self.max_uncommitted_offsets)
+        checker.positive_int("poll_timeout_ms", self.poll_timeout_ms)
+        checker.positive_int("partition_refresh_ms", self.partition_refresh_ms)
+        if not isinstance(self.retry, RetryBackoff):
+            raise checker.fail(f"retry must be a RetryBackoff, got {self.retry!r}")
+        self.retry.check(checker)
+        conf = check_conf(checker, "consumer_conf", self.consumer_conf, SPOUT_OWNED)
+        check_client_conf(
+            checker, "consumer_conf", consumer_config(self.bootstrap_servers, self.group_id, conf)
+        )
+
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """Check the options where the topology is submitted.
+
+        Raises:
+            InvalidTopologyError: an option is wrong; the message names the component.
+        """
+        self.check_options(OptionChecker(component_id, type(self).__name__))
+
+    def _reader(self) -> RecordReader:
+        return RecordReader(self.fields, self.key_format, self.value_format, self.translator)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """The translator's streams (default: ``fields``), and ``"errors"``."""
+        for stream, names in self._reader().output_streams().items():
+            declarer.declare_stream(stream, list(names))
+        declarer.declare_stream(ERRORS_STREAM, list(ERROR_FIELDS))
+
+    # --- snapshots (Spark) ------------------------------------------------------------
+
+    #: Attributes a snapshot leaves out (made again when restored).
+    _TRANSIENT = (
+        "_consumer",
+        "_buffer",
+        "_stash",
+        "_errors",
+        "_confirmations",
+        "_committing",
+        "_paused",
+        "_outage",
+        "_amo_waiting",
+    )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Options, and for an opened task its partitions' offsets, the records in
+        flight, the retry schedule and the metrics; not the consumer or the records read
+        ahead (a restored task reads them again from its positions)."""
+        state = dict(vars(self))
+        for transient in self._TRANSIENT:
+            state.pop(transient, None)
+        if "_assigned" in state:
+            state["_assigned"] = []
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        if "_parts" in state:  # an opened task: make a consumer at the next read
+            self._fresh_client()
+            self._refresh_at = 0.0
+            self._chores_at = 0.0
+
+    # --- the task ---------------------------------------------------------------------
+
+    def open(
+        self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
+    ) -> None:
+        """Prepare the task; the consumer is made at the first ``next_tuple``. Runs once
+        per task, where the task runs."""
+        self.collector = collector
+        component = context.component_id
+        self._component = component
+        self._topology = context.topology_name
+        self._task_id = context.task_id
+        self._task_index = context.task_index
+        self._tasks = len(context.get_component_tasks(component))
+        self._label = f"KafkaSpout {component!r}"
+        self._selection = TopicSelection.of(OptionChecker(component, "KafkaSpout"), self.topics)
+        self._read = self._reader().read
+        self._guarantee = self.processing_guarantee
+        self._tracking = self._guarantee == AT_LEAST_ONCE
+        self._max_uncommitted = self.max_uncommitted_offsets
+        self._poll_timeout = self.poll_timeout_ms / 1000.0
+        self._request_timeout = max(REQUEST_SECONDS, self._poll_timeout)
+        self._metadata = json.dumps(
+            {"topologyId": self._topology, "component": component, "taskId": self._task_id},
+            sort_keys=True,
+        )
+        #: Partition -> its offsets, for the partitions this task reads.
+        self._parts: dict[Tp, PartitionOffsets] = {}
+        #: The partitions assigned to the consumer.
+        self._assigned: list[Tp] = []
+        self._in_flight: dict[MsgId, tuple[str, list[Any]]] = {}
+        self._retries = RetrySchedule(self.retry)
+        self._replay: deque[MsgId] = deque()
+        self._malformed = 0
+        self._replayed = 0
+        self._exhausted = 0
+        self._vanished: set[str] = set()
+        self._reported: dict[str, float] = {}
+        self._metrics: dict[str, float] = {}
+        self._refresh_at = 0.0
+        self._commit_at = time.monotonic() + self.commit_period_ms / 1000.0
+        self._metrics_at = 0.0
+        self._chores_at = 0.0
+        self._fresh_client()
+
+    def _fresh_client(self) -> None:
+        """No consumer yet (made at the next read); nothing read ahead."""
+        self._consumer: Any = None
+        #: Records read and not handled yet.
+        self._buffer: deque[Any] = deque()
+        #: Records read while waiting for a commit's confirmation.
+        self._stash: list[Any] = []
+        #: ``at_most_once``: records read whose offsets are not committed yet.
+        self._amo_waiting: list[Any] = []
+        #: Client-wide errors and commit confirmations from librdkafka's callbacks.
+        self._errors: list[Any] = []
+        self._confirmations: list[tuple[Any, list[Any] | None]] = []
+        #: Partition -> the offset of its commit waiting for confirmation.
+        self._committing: dict[Tp, int] = {}
+        #: Whether the last confirmed commit succeeded (None: none confirmed since).
+        self._commit_ok: bool | None = None
+        self._paused: set[Tp] = set()
+        self._outage = Outage(self._label, self.bootstrap_servers)
+
+    def next_tuple(self) -> None:
+        """Emit one tuple: a failed record whose retry is due first, else the next
+        record read (reading a batch when none is buffered). Runs the periodic work
+        (partitions, commits, metrics) when due. Waits at most ``poll_timeout_ms``."""
+        now = time.monotonic()
+        if now >= self._chores_at:
+            self._chores(now)
+        if self._replay:
+            self._emit_replay()
+            return
+        buffer = self._buffer
+        if not buffer:
+            self._fill()
+        handle = self._handle
+        while buffer:
+            if handle(buffer.popleft()):
+                return
+
+    def ack(self, msg_id: Any) -> None:
+        """The record's tree completed: it is done (committed at the next commit)."""
+        if self._in_flight.pop(msg_id, None) is None:
+            return
+        state = self._parts.get((msg_id[0], msg_id[1]))
+        if state is not None:
+            state.done(msg_id[2])
+        if self._retries._failures:
+            self._retries.done(msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        """The record's tree failed: emit it again after its back-off, or, its retries
+        exhausted, count it done and report it."""
+        if msg_id not in self._in_flight:
+            return
+        now = time.monotonic()
+        if self._retries.failed(msg_id, now):
+            due = self._retries.next_due()
+            if due is not None and due < self._chores_at:
+                self._chores_at = due
+            return
+        del self._in_flight[msg_id]
+        self._exhausted += 1
+        state = self._parts.get((msg_id[0], msg_id[1]))
+        if state is not None:
+            state.done(msg_id[2])
+        self.collector.report_error(
+            ConnectorError(
+                f"{self._label}: record {msg_id[0]}/{msg_id[1]}@{msg_id[2]} failed "
+                f"{self.retry.max_retries} retries; counted as done"
+            )
+        )
+
+    def activate(self) -> None:
+        """Nothing to do (reading goes on at the next ``next_tuple``)."""
+
+    def deactivate(self) -> None:
+        """Commit what is done (``at_least_once``, ``no_guarantee``)."""
+        if getattr(self, "_consumer", None) is not None:
+            self._commit(time.monotonic(), final=True)
+
+    def close(self) -> None:
+        """Commit what is done, then close the consumer. Runs when the topology is
+        killed; not guaranteed (records not committed are read again after a
+        restart)."""
+        if getattr(self, "_consumer", None) is None:
+            return
+        self._commit(time.monotonic(), final=True)
+        with contextlib.suppress(Exception):  # a consumer whose broker is gone
+            self._consumer.close()
+        self._consumer = None
+
+    def metrics(self) -> Mapping[str, float]:
+        """The metrics the task last refreshed (see the module docstring). Called from
+        other threads: only reads a dict the task replaces."""
+        return getattr(self, "_metrics", {})
+
+    # --- emitting ---------------------------------------------------------------------
+
+    def _emit_replay(self) -> None:
+        msg_id = self._replay.popleft()
+        item = self._in_flight.get(msg_id)
+        if item is None:
+            return
+        self._replayed += 1
+        self.collector.emit(item[1], msg_id=msg_id, stream=item[0])
+
+    def _handle(self, message: Any) -> bool:
+        """Emit ``message`` (True), or skip it: an error, a partition no longer read or
+        paused, a record already handled, one the translator skips (False)."""
+        if message.error() is not None:
+            self._consume_error(message)
+            return False
+        tp = (message.topic(), message.partition())
+        state = self._parts.get(tp)
+        if state is None or tp in self._paused:
+            return False
+        offset = message.offset()
+        start = state.next_offset
+        if start is not None and offset < start:
+            return False  # read again (after a pause or a seek)
+        tracking = self._tracking
+        if tracking and state.uncommitted() >= self._max_uncommitted:
+            self._pause(tp, state)
+            return False
+        try:
+            read = self._read(message)
+        except MalformedRecordError as error:
+            self._malformed += 1
+            stream, values = ERRORS_STREAM, error_values(message, error)
+        else:
+            if read is None:
+                if tracking:
+                    state.handled(offset, done=True)
+                else:
+                    state.next_offset = offset + 1
+                return False
+            stream, values = read
+        if tracking:
+            msg_id = (tp[0], tp[1], offset)
+            self._in_flight[msg_id] = (stream, values)
+            state.emitted(offset)
+            self.collector.emit(values, msg_id=msg_id, stream=stream)
+        else:
+            state.next_offset = offset + 1
+            state.emitted_offset = offset
+            self.collector.emit(values, stream=stream)
+        return True
+
+    def _pause(self, tp: Tp, state: PartitionOffsets) -> None:
+        """Stop reading ``tp`` (at its uncommitted bound) until a commit frees room;
+        what was read ahead of it is read again from its position then."""
+        self._paused.add(tp)
+        try:
+            self._consumer.pause([kafka().TopicPartition(tp[0], tp[1])])
+        except Exception as error:
+            self._report_once(f"{self._label}: could not pause {tp[0]}/{tp[1]}: {one_line(error)}")
+
+    def _unpause(self) -> None:
+        """Resume the paused partitions with room again, from their positions."""
+        confluent = kafka()
+        for tp in list(self._paused):
+            state = self._parts.get(tp)
+            if state is not None and state.uncommitted() >= self._max_uncommitted:
+                continue
+            self._paused.discard(tp)
+            if state is None or tp not in self._assigned:
+                continue
+            partition = confluent.TopicPartition(tp[0], tp[1])
+            try:
+                if state.next_offset is not None:
+                    self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], state.next_offset))
+                self._consumer.resume([partition])
+            except Exception as error:
+                self._paused.add(tp)
+                self._report_once(
+                    f"{self._label}: could not resume {tp[0]}/{tp[1]}: {one_line(error)}"
+                )
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        """Read a batch into the buffer (waiting at most ``poll_timeout_ms``)."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        if self._amo_waiting:  # at_most_once: read earlier, not committed yet
+            if self._outage.ready():
+                self._commit_then_buffer()
+            return
+        messages = consumer.consume(CONSUME_BATCH, self._poll_timeout)
+        if self._stash:
+            messages = self._stash + messages
+            self._stash = []
+        if self._errors or self._confirmations:
+            self._settle_callbacks()
+        if not messages:
+            return
+        if self._outage.failures:
+            self._outage.recovered()
+        if self._guarantee == AT_MOST_ONCE:
+            self._amo_waiting = messages
+            self._commit_then_buffer()
+        else:
+            self._buffer.extend(messages)
+
+    def _commit_then_buffer(self) -> None:
+        """``at_most_once``: commit the offsets after the records read and, once the
+        broker confirmed it (waiting at most ``poll_timeout_ms``), buffer them."""
+        confluent = kafka()
+        messages = self._amo_waiting
+        last: dict[Tp, int] = {}
+        for message in messages:
+            if message.error() is None:
+                last[(message.topic(), message.partition())] = message.offset()
+        offsets = [
+            confluent.TopicPartition(tp[0], tp[1], offset + 1, metadata=self._metadata)
+            for tp, offset in last.items()
+            if tp in self._parts
+        ]
+        if offsets:
+            self._committing.update({(p.topic, p.partition): p.offset for p in offsets})
+            self._commit_ok = None
+            if not self._send_commit(offsets) or not self._await_commits():
+                return
+        self._amo_waiting = []
+        self._buffer.extend(messages)
+        if self._stash:  # read while waiting: committed in their turn
+            self._amo_waiting, self._stash = self._stash, []
+
+    def _send_commit(self, offsets: list[Any]) -> bool:
+        """Send a commit without waiting; report a refusal."""
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=True)
+        except kafka().KafkaException as error:
+            for partition in offsets:
+                self._committing.pop((partition.topic, partition.partition), None)
+            self._unreachable(f"commit failed: {one_line(error)}")
+            return False
+        return True
+
+    def _await_commits(self) -> bool:
+        """Wait (at most ``poll_timeout_ms``) until every commit sent is confirmed;
+        whether they all were, successfully. Records read meanwhile are stashed."""
+        deadline = time.monotonic() + self._poll_timeout
+        consumer = self._consumer
+        while self._committing and time.monotonic() < deadline:
+            message = consumer.poll(0.01)
+            if message is not None:
+                self._stash.append(message)
+            if self._confirmations:
+                self._settle_callbacks()
+        if self._committing:
+            return False
+        return bool(self._commit_ok)
+
+    def _on_commit(self, error: Any, partitions: list[Any] | None) -> None:
+        """librdkafka's confirmation of a commit (runs inside ``consume``/``poll``)."""
+        self._confirmations.append((error, partitions))
+
+    def _on_error(self, error: Any) -> None:
+        """librdkafka's client-wide errors (runs inside ``consume``/``poll``)."""
+        self._errors.append(error)
+
+    def _settle_callbacks(self) -> None:
+        """Report the client errors gathered; apply the commit confirmations (a failed
+        commit is reported and sent again later)."""
+        if self._errors:
+            errors, self._errors = self._errors, []
+            for error in errors:
+                if is_unreachable(error):
+                    if self._outage.ready():
+                        self._unreachable(one_line(error))
+                elif error.fatal():
+                    self._report_once(f"{self._label}: fatal consumer error: {one_line(error)}")
+        if not self._confirmations:
+            return
+        confirmations, self._confirmations = self._confirmations, []
+        for error, partitions in confirmations:
+            partitions = partitions or []
+            failed = [p for p in partitions if p.error is not None]
+            ok = error is None and not failed
+            for partition in partitions:
+                tp = (partition.topic, partition.partition)
+                sent = self._committing.pop(tp, None)
+                state = self._parts.get(tp)
+                if ok and state is not None and sent is not None and sent == partition.offset:
+                    state.was_committed(sent)
+            if not ok:
+                cause = error if error is not None else failed[0].error
+                self._commit_ok = False
+                self._unreachable(f"commit failed: {one_line(cause)}")
+            elif self._commit_ok is None:
+                self._commit_ok = True
+        if self._paused:
+            self._unpause()
+
+    def _consume_error(self, message: Any) -> None:
+        """An error event from ``consume``: an offset out of range restarts the
+        partition; an unreachable broker is reported with the back-off; others are
+        reported (not more than once every few seconds)."""
+        confluent = kafka()
+        error = message.error()
+        code = error.code()
+        if code == confluent.KafkaError._PARTITION_EOF:
+            return
+        tp = (message.topic(), message.partition())
+        if (
+            code
+            in (
+                confluent.KafkaError._AUTO_OFFSET_RESET,
+                confluent.KafkaError.OFFSET_OUT_OF_RANGE,
+            )
+            and tp in self._parts
+        ):
+            self._restart_partition(tp, f"offset out of range ({one_line(error)})")
+        elif is_unreachable(error):
+            if self._outage.ready():
+                self._unreachable(one_line(error))
+        else:
+            where = f"{tp[0]}/{tp[1]}"
+            self._report_once(f"{self._label}: consumer error on {where}: {one_line(error)}")
+
+    # --- periodic work ----------------------------------------------------------------
+
+    def _chores(self, now: float) -> None:
+        """Due retries to the replay queue; the consumer and the partitions; commits;
+        the metrics. Sets when to come back."""
+        retries = self._retries
+        if len(retries):
+            self._replay.extend(retries.pop_due(now))
+        if self._errors or self._confirmations:
+            self._settle_callbacks()
+        if now >= self._refresh_at and self._outage.ready():
+            self._refresh(now)
+        if now >= self._commit_at:
+            self._commit(now)
+        if now >= self._metrics_at:
+            self._refresh_metrics()
+            self._metrics_at = now + METRICS_SECONDS
+        upcoming = [self._refresh_at, self._commit_at, self._metrics_at]
+        due = retries.next_due()
+        if due is not None:
+            upcoming.append(due)
+        if not self._outage.ready():
+            upcoming.append(now + self._outage.wait_ms() / 1000.0)
+        self._chores_at = max(min(upcoming), now + 0.001)
+
+    def _ensure_consumer(self) -> Any:
+        if self._consumer is None:
+            confluent = kafka()
+            conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
+            conf["auto.offset.reset"] = "error"
+            conf["error_cb"] = self._on_error
+            conf["on_commit"] = self._on_commit
+            self._consumer = confluent.Consumer(conf)
+        return self._consumer
+
+    def _unreachable(self, cause: Any) -> None:
+        """Report that the broker cannot be reached and start (or go on with) the
+        back-off."""
+        error = cause if isinstance(cause, BaseException) else ConnectionError(str(cause))
+        self.collector.report_error(self._outage.failed(error))
+
+    def _report_once(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self._reported.get(text, -REPEAT_SECONDS) >= REPEAT_SECONDS:
+            self._reported[text] = now
+            self.collector.report_error(ConnectorError(text))
+
+    def _refresh(self, now: float) -> None:
+        """List the partitions; take the new ones of this task (positioned by the
+        strategy, or at their snapshot position), give up those gone, restart those
+        whose end fell behind the task's position."""
+        self._refresh_at = now + self.partition_refresh_ms / 1000.0
+        consumer = self._ensure_consumer()
+        confluent = kafka()
+        try:
+            found = list_partitions(consumer, self._selection, self._request_timeout)
+        except confluent.KafkaException as error:
+            self._unreachable(one_line(error))
+            return
+        mine = task_partitions(found, self._task_index, self._tasks)
+        wanted = set(mine)
+        topics = {tp[0] for tp in found}
+        gone = [tp for tp in self._assigned if tp not in wanted]
+        if gone:
+            self._give_up(gone, topics)
+        new = [tp for tp in mine if tp not in set(self._assigned)]
+        if new:
+            try:
+                starts = self._starts(new)
+            except confluent.KafkaException as error:
+                self._unreachable(one_line(error))
+                return
+            consumer.incremental_assign(
+                [confluent.TopicPartition(t, p, starts[(t, p)]) for t, p in new]
+            )
+            self._assigned.extend(new)
+        self._outage.recovered()
+        self._check_ends()
+
+    def _give_up(self, gone: list[Tp], topics: set[str]) -> None:
+        """Stop reading ``gone``: commit what is done first (if their topic still
+        exists), then forget their records; report topics that no longer exist."""
+        confluent = kafka()
+        vanished = sorted({tp[0] for tp in gone if tp[0] not in topics})
+        for topic in vanished:
+            if topic not in self._vanished:
+                self._vanished.add(topic)
+                self.collector.report_error(
+                    ConnectorError(
+                        f"{self._label}: topic {topic!r} no longer exists on "
+                        f"{self.bootstrap_servers}; its records not committed are lost "
+                        f"with it, and it is read again from {self._reset_name()} once it "
+                        f"exists again"
+                    )
+                )
+        kept = [tp for tp in gone if tp[0] in topics]
+        if kept and self._tracking:
+            self._commit_partitions(kept, wait=True)
+        try:
+            self._consumer.incremental_unassign([confluent.TopicPartition(t, p) for t, p in gone])
+        except confluent.KafkaException as error:
+            self._report_once(f"{self._label}: could not unassign partitions: {one_line(error)}")
+        gone_set = set(gone)
+        self._assigned = [tp for tp in self._assigned if tp not in gone_set]
+        for tp in gone:
+            self._forget(tp)
+
+    def _forget(self, tp: Tp) -> None:
+        """Drop a partition's offsets, records in flight and retries."""
+        self._parts.pop(tp, None)
+        self._paused.discard(tp)
+        self._committing.pop(tp, None)
+
+        def other(msg_id: MsgId) -> bool:
+            return (msg_id[0], msg_id[1]) != tp
+
+        self._in_flight = {key: item for key, item in self._in_flight.items() if other(key)}
+        self._replay = deque(key for key in self._replay if other(key))
+        self._retries.forget(other)
+
+    def _reset_name(self) -> str:
+        return "the earliest offset" if "earliest" in self.first_poll_offset else "the end"
+
+    def _starts(self, new: list[Tp]) -> dict[Tp, int]:
+        """Where each new partition starts: its position (a restored task), else by the
+        strategy. Creates their offsets.
+
+        Raises:
+            KafkaException: the broker did not answer in time.
+        """
+        confluent = kafka()
+        starts: dict[Tp, int] = {}
+        unknown: list[Tp] = []
+        for tp in new:
+            state = self._parts.get(tp)
+            if state is not None and state.next_offset is not None:
+                starts[tp] = state.next_offset
+            else:
+                unknown.append(tp)
+        if not unknown:
+            return starts
+        found = self._consumer.committed(
+            [confluent.TopicPartition(t, p) for t, p in unknown], timeout=self._request_timeout
+        )
+        committed: dict[Tp, tuple[int, str | None]] = {
+            (entry.topic, entry.partition): (entry.offset, entry.metadata) for entry in found
+        }
+        strategy = self.first_poll_offset
+        to_end: list[Tp] = []
+        for tp in unknown:
+            offset, metadata = committed.get(tp, (-1, None))
+            ours = self._committed_by_this_topology(metadata)
+            if offset >= 0 and (strategy.startswith("uncommitted") or ours):
+                starts[tp] = offset
+                self._parts[tp] = PartitionOffsets(committed=offset, next_offset=offset)
+            elif strategy.endswith("latest"):
+                to_end.append(tp)
+            else:
+                starts[tp] = confluent.OFFSET_BEGINNING
+                self._parts[tp] = PartitionOffsets()
+        if to_end:
+            ends = self._ends(to_end)
+            for tp in to_end:
+                starts[tp] = ends[tp]
+                self._parts[tp] = PartitionOffsets(next_offset=ends[tp])
+        return starts
+
+    def _ends(self, partitions: Iterable[Tp]) -> dict[Tp, int]:
+        conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
+        return end_offsets(conf, partitions, self._request_timeout)
+
+    def _committed_by_this_topology(self, metadata: str | None) -> bool:
+        """Whether a commit's metadata names this topology (Storm's
+        ``isOffsetCommittedByThisTopology``)."""
+        if not metadata:
+            return False
+        try:
+            return bool(json.loads(metadata).get("topologyId") == self._topology)
+        except (ValueError, AttributeError):
+            return False
+
+    def _check_ends(self) -> None:
+        """Restart the partitions whose end (from fetches) is behind the task's
+        position: their log was deleted and made again (a topic re-created)."""
+        consumer, confluent = self._consumer, kafka()
+        for tp in list(self._assigned):
+            state = self._parts.get(tp)
+            if state is None or state.next_offset is None:
+                continue
+            try:
+                _, high = consumer.get_watermark_offsets(
+                    confluent.TopicPartition(tp[0], tp[1]), cached=True
+                )
+            except confluent.KafkaException:
+                continue
+            if 0 <= high < state.next_offset:
+                self._restart_partition(
+                    tp, f"its end ({high}) is behind the spout's position ({state.next_offset})"
+                )
+        if self._vanished:
+            present = {tp[0] for tp in self._assigned}
+            for topic in sorted(self._vanished & present):
+                self._vanished.discard(topic)
+                self.collector.report_error(
+                    ConnectorError(
+                        f"{self._label}: topic {topic!r} exists again on "
+                        f"{self.bootstrap_servers}; reading it from {self._reset_name()} "
+                        f"(or the group's committed offsets)"
+                    )
+                )
+
+    def _restart_partition(self, tp: Tp, why: str) -> None:
+        """Start ``tp`` again at the strategy's reset point (its records in flight are
+        forgotten); reported."""
+        confluent = kafka()
+        self._forget(tp)
+        if self.first_poll_offset.endswith("latest"):
+            try:
+                start = self._ends([tp])[tp]
+            except confluent.KafkaException as error:
+                self._unreachable(one_line(error))
+                start = confluent.OFFSET_END
+            self._parts[tp] = PartitionOffsets(next_offset=max(start, 0))
+        else:
+            start = confluent.OFFSET_BEGINNING
+            self._parts[tp] = PartitionOffsets()
+        self._buffer = deque(
+            m for m in self._buffer if (m.topic(), m.partition()) != tp or m.error() is not None
+        )
+        try:
+            self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], start))
+        except confluent.KafkaException:
+            self._consumer.incremental_unassign([confluent.TopicPartition(tp[0], tp[1])])
+            self._consumer.incremental_assign([confluent.TopicPartition(tp[0], tp[1], start)])
+        self.collector.report_error(
+            ConnectorError(
+                f"{self._label}: partition {tp[0]}/{tp[1]}: {why}; reading it again from "
+                f"{self._reset_name()}"
+            )
+        )
+
+    # --- commits ----------------------------------------------------------------------
+
+    def _commit(self, now: float, final: bool = False) -> None:
+        """The periodic commit of the guarantee (and the last one, ``final``)."""
+        self._commit_at = now + self.commit_period_ms / 1000.0
+        if self._consumer is None or not self._assigned or self._guarantee == AT_MOST_ONCE:
+            return
+        if not final and not self._outage.ready():
+            return
+        self._commit_partitions(self._assigned, wait=final)
+
+    def _commit_partitions(self, partitions: Iterable[Tp], wait: bool) -> None:
+        """Commit the commit point of each of ``partitions`` past its committed offset;
+        ``wait``: for the confirmations (the earlier ones first), at most
+        ``poll_timeout_ms`` each."""
+        confluent = kafka()
+        if wait and self._committing:
+            self._await_commits()
+        offsets = []
+        for tp in partitions:
+            state = self._parts.get(tp)
+            if state is None or tp in self._committing:
+                continue
+            point = state.to_commit()
+            if point is None:
+                continue
+            self._committing[tp] = point
+            offsets.append(confluent.TopicPartition(tp[0], tp[1], point, metadata=self._metadata))
+        if offsets and self._send_commit(offsets) and wait:
+            self._await_commits()
+        if self._stash:
+            self._buffer.extend(self._stash)
+            self._stash = []
+
+    # --- metrics ----------------------------------------------------------------------
+
+    def _refresh_metrics(self) -> None:
+        """Compute the metrics and replace the dict ``metrics()`` returns."""
+        values: dict[str, float] = {
+            "malformed": self._malformed,
+            "replayed": self._replayed,
+            "retries_exhausted": self._exhausted,
+            "in_flight": len(self._in_flight),
+        }
+        consumer = self._consumer
+        if consumer is not None:
+            confluent = kafka()
+            for tp in self._assigned:
+                state = self._parts.get(tp)
+                if state is None:
+                    continue
+                prefix = f"{tp[0]}/partition_{tp[1]}"
+                try:
+                    _, high = consumer.get_watermark_offsets(
+                        confluent.TopicPartition(tp[0], tp[1]), cached=True
+                    )
+                except confluent.KafkaException:
+                    high = -1
+                if high is not None and high >= 0:
+                    values[f"{prefix}/latestTimeOffset"] = high
+                if state.committed is not None:
+                    values[f"{prefix}/latestCompletedOffset"] = state.committed
+                if state.emitted_offset is not None:
+                    values[f"{prefix}/latestEmittedOffset"] = state.emitted_offset
+                if high is not None and high >= 0 and state.committed is not None:
+                    lag = max(high - state.committed, 0)
+                    values[f"{prefix}/spoutLag"] = lag
+                    total = f"{tp[0]}/totalSpoutLag"
+                    values[total] = values.get(total, 0) + lag
+        self._metrics = values
+
+
+__all__ = [
+    "AT_LEAST_ONCE",
+    "AT_MOST_ONCE",
+    "GUARANTEES",
+    "NO_GUARANTEE",
+    "STRATEGIES",
+    "KafkaSpout",
+]
