@@ -10,21 +10,20 @@ from squall.model.topology import StormTopology
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
 from squall.testing import SharedRecord
-from tests.kafka_broker import KafkaBroker
 
 
 class Recorder(Bolt):
     """Records each input as ``[stream, values]`` under ``"seen"`` and acks it; fails,
     the first time it sees them, the records whose value is in ``fail_once`` (every
-    time for those in ``fail_always``). With ``check`` (a broker, group, topic and its
-    partitions), records ``[offset, committed offset of its partition]`` under
-    ``"committed"`` for each record as it arrives."""
+    time for those in ``fail_always``). With ``check`` (a broker's address, a group, a
+    topic and its partition count), records ``[offset, committed offset of its
+    partition]`` under ``"committed"`` for each record as it arrives."""
 
     def __init__(
         self,
         fail_once: frozenset[str] = frozenset(),
         fail_always: frozenset[str] = frozenset(),
-        check: tuple[KafkaBroker, str, str, int] | None = None,
+        check: tuple[str, str, str, int] | None = None,
     ) -> None:
         self.record = SharedRecord()
         self.fail_once = fail_once
@@ -36,14 +35,29 @@ class Recorder(Bolt):
     ) -> None:
         self.collector = collector
         self.failed: set[tuple[Any, ...]] = set()
+        self.consumer: Any = None
+        if self.check is not None:
+            import confluent_kafka
+
+            self.consumer = confluent_kafka.Consumer(
+                {"bootstrap.servers": self.check[0], "group.id": self.check[1]}
+            )
+
+    def cleanup(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
 
     def execute(self, tup: Any) -> None:
         values = list(tup.values)
         self.record.append("seen", [tup.source_stream, values])
         if self.check is not None:
-            broker, group, topic, partitions = self.check
-            committed = broker.committed(group, topic, partitions)[values[1]]
-            self.record.append("committed", [values[2], committed])
+            import confluent_kafka
+
+            topic, partition = self.check[2], values[1]
+            found = self.consumer.committed(
+                [confluent_kafka.TopicPartition(topic, partition)], timeout=10
+            )
+            self.record.append("committed", [values[2], found[0].offset])
         if tup.source_stream == "default" and len(values) == 5:
             key = (values[0], values[1], values[2])
             if values[4] in self.fail_always or (

@@ -279,6 +279,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
     #: Attributes a snapshot leaves out (made again when restored).
     _TRANSIENT = (
         "_consumer",
+        "_lister",
         "_buffer",
         "_stash",
         "_errors",
@@ -355,6 +356,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def _fresh_client(self) -> None:
         """No consumer yet (made at the next read); nothing read ahead."""
         self._consumer: Any = None
+        self._lister: Any = None
         #: Records read and not handled yet.
         self._buffer: deque[Any] = deque()
         #: Records read while waiting for a commit's confirmation.
@@ -439,7 +441,9 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         self._commit(time.monotonic(), final=True)
         with contextlib.suppress(Exception):  # a consumer whose broker is gone
             self._consumer.close()
-        self._consumer = None
+        with contextlib.suppress(Exception):
+            self._lister.close()
+        self._consumer = self._lister = None
 
     def metrics(self) -> Mapping[str, float]:
         """The metrics the task last refreshed (see the module docstring). Called from
@@ -705,6 +709,11 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             conf["error_cb"] = self._on_error
             conf["on_commit"] = self._on_commit
             self._consumer = confluent.Consumer(conf)
+            # Metadata through a client of its own: the reading consumer's fetches are
+            # not disturbed by frequent metadata requests.
+            self._lister = confluent.Consumer(
+                consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
+            )
         return self._consumer
 
     def _unreachable(self, cause: Any) -> None:
@@ -727,7 +736,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         consumer = self._ensure_consumer()
         confluent = kafka()
         try:
-            found = list_partitions(consumer, self._selection, self._request_timeout)
+            found = list_partitions(self._lister, self._selection, self._request_timeout)
         except confluent.KafkaException as error:
             self._unreachable(one_line(error))
             return
