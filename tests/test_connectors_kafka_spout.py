@@ -43,36 +43,30 @@ def test_at_least_once_replays_each_failed_record_and_nothing_else(
         wait_until(lambda: kafka_broker.committed(group, topic, 2) == [15, 15], timeout=20.0)
         stats = run.info().components["events"]
         assert (stats.acked, stats.failed) == (30, len(failing))
-        if not engine.is_spark:
-            run.wait_until(
-                lambda: (
-                    run.info()
-                    .components["events"]
-                    .custom.get(f"{topic}/partition_1/latestCompletedOffset")
-                    == 15
-                ),
-                engine.timeout,
-            )
-            custom = run.info().components["events"].custom
+        completed = [f"{topic}/partition_{p}/latestCompletedOffset" for p in (0, 1)]
+        run.wait_until(
+            lambda: [run.info().components["events"].custom.get(n) for n in completed] == [15, 15],
+            engine.timeout,
+        )
+        custom = run.info().components["events"].custom
     expected = [[topic, i % 2, i // 2, None, value] for i, value in enumerate(written)]
     again = [row for row in expected if row[4] in failing]
     assert sorted(recorder.seen()) == sorted(expected + again)
     assert sorted(recorder.record.get("failed")) == sorted(failing)
     assert recorder.seen("errors") == []
-    if not engine.is_spark:
-        for partition in (0, 1):
-            prefix = f"{topic}/partition_{partition}"
-            assert custom[f"{prefix}/latestTimeOffset"] == 15
-            assert custom[f"{prefix}/latestCompletedOffset"] == 15
-            assert custom[f"{prefix}/latestEmittedOffset"] == 14
-            assert custom[f"{prefix}/spoutLag"] == 0
-        assert custom[f"{topic}/totalSpoutLag"] == 0
-        assert (custom["replayed"], custom["in_flight"], custom["malformed"]) == (
-            len(failing),
-            0,
-            0,
-        )
-        assert custom["retries_exhausted"] == 0
+    for partition in (0, 1):
+        prefix = f"{topic}/partition_{partition}"
+        assert custom[f"{prefix}/latestTimeOffset"] == 15
+        assert custom[f"{prefix}/latestCompletedOffset"] == 15
+        assert custom[f"{prefix}/latestEmittedOffset"] == 14
+        assert custom[f"{prefix}/spoutLag"] == 0
+    assert custom[f"{topic}/totalSpoutLag"] == 0
+    assert (custom["replayed"], custom["in_flight"], custom["malformed"]) == (
+        len(failing),
+        0,
+        0,
+    )
+    assert custom["retries_exhausted"] == 0
 
 
 def test_a_record_whose_retries_are_exhausted_counts_as_done(kafka_broker: KafkaBroker) -> None:
