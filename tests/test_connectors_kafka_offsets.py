@@ -1,8 +1,10 @@
 """Unit tests of the KafkaSpout's offset tracking (the commit point over gaps, the
-uncommitted count), its retry back-off and schedule, and its partition assignment."""
+uncommitted count), its retry back-off and schedule, its partition assignment and
+where a partition starts (first-poll strategies, commit metadata)."""
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -11,6 +13,13 @@ from squall import InvalidTopologyError
 from squall.connectors.kafka import RetryBackoff
 from squall.connectors.kafka.assignment import task_partitions
 from squall.connectors.kafka.offsets import PartitionOffsets
+from squall.connectors.kafka.positions import (
+    BEGINNING,
+    END,
+    commit_metadata,
+    committed_by,
+    start_of,
+)
 from squall.connectors.kafka.retry import RetrySchedule
 from squall.connectors.options import OptionChecker
 
@@ -116,3 +125,35 @@ def test_partitions_go_round_robin_over_the_tasks_in_sorted_order() -> None:
     assert task_partitions([("a", 0)], 2, 3) == []
     with pytest.raises(ValueError, match=r"task index 3 is not in range\(3\)"):
         task_partitions(partitions, 3, 3)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "committed", "by", "start"),
+    [
+        ("uncommitted_earliest", 7, "other", 7),
+        ("uncommitted_earliest", -1001, None, BEGINNING),
+        ("uncommitted_latest", 7, None, 7),
+        ("uncommitted_latest", -1001, None, END),
+        ("earliest", 7, "other", BEGINNING),
+        ("earliest", 7, None, BEGINNING),
+        ("earliest", 7, "topo", 7),
+        ("latest", 7, "other", END),
+        ("latest", 7, "topo", 7),
+        ("latest", -1001, "topo", END),
+    ],
+)
+def test_where_a_partition_starts_by_strategy_and_who_committed(
+    strategy: str, committed: int, by: str | None, start: int | str
+) -> None:
+    metadata = None if by is None else commit_metadata(by, "events", 3)
+    assert start_of(strategy, committed, metadata, "topo") == start
+
+
+def test_commit_metadata_names_the_topology() -> None:
+    metadata = commit_metadata("topo", "events", 3)
+    assert json.loads(metadata) == {"component": "events", "taskId": 3, "topologyId": "topo"}
+    assert committed_by(metadata, "topo")
+    assert not committed_by(metadata, "other")
+    assert not committed_by("not json", "topo")
+    assert not committed_by('["topo"]', "topo")
+    assert not committed_by("", "topo")

@@ -12,6 +12,12 @@ a commit.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from squall.connectors.kafka.client import kafka
+
+Tp = tuple[str, int]
 
 
 class PartitionOffsets:
@@ -103,4 +109,40 @@ class PartitionOffsets:
         )
 
 
-__all__ = ["PartitionOffsets"]
+def offset_metrics(
+    consumer: Any, partitions: Iterable[tuple[str, int]], offsets: Mapping[Tp, PartitionOffsets]
+) -> dict[str, float]:
+    """Storm's ``kafkaOffset`` metrics of ``partitions``: per partition
+    ``<topic>/partition_<p>/latestTimeOffset`` (the end, from the high watermark of the
+    consumer's last fetch), ``/latestCompletedOffset`` (committed),
+    ``/latestEmittedOffset`` and ``/spoutLag`` (end - committed); per topic
+    ``<topic>/totalSpoutLag``. A figure not known yet is left out."""
+    confluent = kafka()
+    values: dict[str, float] = {}
+    for tp in partitions:
+        state = offsets.get(tp)
+        if state is None:
+            continue
+        prefix = f"{tp[0]}/partition_{tp[1]}"
+        try:
+            _, high = consumer.get_watermark_offsets(
+                confluent.TopicPartition(tp[0], tp[1]), cached=True
+            )
+        except confluent.KafkaException:
+            high = -1
+        known = high is not None and high >= 0
+        if known:
+            values[f"{prefix}/latestTimeOffset"] = high
+        if state.committed is not None:
+            values[f"{prefix}/latestCompletedOffset"] = state.committed
+        if state.emitted_offset is not None:
+            values[f"{prefix}/latestEmittedOffset"] = state.emitted_offset
+        if known and state.committed is not None:
+            lag = max(high - state.committed, 0)
+            values[f"{prefix}/spoutLag"] = lag
+            total = f"{tp[0]}/totalSpoutLag"
+            values[total] = values.get(total, 0) + lag
+    return values
+
+
+__all__ = ["PartitionOffsets", "offset_metrics"]

@@ -64,7 +64,6 @@ Metrics (``metrics()``, refreshed by the task): per partition
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,12 +72,7 @@ from typing import TYPE_CHECKING, Any
 from squall.connectors.errors import ConnectorError
 from squall.connectors.kafka.assignment import task_partitions
 from squall.connectors.kafka.client import (
-    CONSUMER_OWNED,
     TopicSelection,
-    check_bootstrap,
-    check_client_conf,
-    check_conf,
-    check_installed,
     consumer_config,
     end_offsets,
     is_unreachable,
@@ -87,12 +81,12 @@ from squall.connectors.kafka.client import (
     one_line,
     redact_conf,
 )
-from squall.connectors.kafka.offsets import PartitionOffsets
+from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.offsets import PartitionOffsets, offset_metrics
+from squall.connectors.kafka.positions import END, commit_metadata, start_of
 from squall.connectors.kafka.records import (
     ERROR_FIELDS,
     ERRORS_STREAM,
-    FORMATS,
-    RECORD_ATTRIBUTES,
     RECORD_FIELDS,
     MalformedRecordError,
     RecordReader,
@@ -100,6 +94,14 @@ from squall.connectors.kafka.records import (
     error_values,
 )
 from squall.connectors.kafka.retry import RetryBackoff, RetrySchedule
+from squall.connectors.kafka.spoutoptions import (
+    AT_LEAST_ONCE,
+    AT_MOST_ONCE,
+    GUARANTEES,
+    NO_GUARANTEE,
+    STRATEGIES,
+    check_spout_options,
+)
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
@@ -110,18 +112,6 @@ if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector
     from squall.runtime.context import TopologyContext
 
-AT_LEAST_ONCE = "at_least_once"
-AT_MOST_ONCE = "at_most_once"
-NO_GUARANTEE = "no_guarantee"
-GUARANTEES = (AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE)
-STRATEGIES = ("uncommitted_earliest", "earliest", "latest", "uncommitted_latest")
-#: Options the spout sets on its consumer itself.
-SPOUT_OWNED = {
-    **CONSUMER_OWNED,
-    "auto.offset.reset": "first_poll_offset",
-    "error_cb": "(the spout reports errors itself)",
-    "on_commit": "(the spout tracks its commits itself)",
-}
 #: Records one ``consume`` fetches at most.
 CONSUME_BATCH = 1000
 #: Seconds a metadata or offsets request may take (or ``poll_timeout_ms`` if longer).
@@ -216,46 +206,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def check_options(self, checker: OptionChecker) -> None:
         """Check every option (librdkafka checks the consumer settings); raise the
         checker's error at the first wrong one."""
-        check_installed(checker)
-        check_bootstrap(checker, self.bootstrap_servers)
-        TopicSelection.of(checker, self.topics)
-        checker.text("group_id", self.group_id)
-        checker.choice("processing_guarantee", self.processing_guarantee, GUARANTEES)
-        checker.choice("first_poll_offset", self.first_poll_offset, STRATEGIES)
-        fields = checker.field_names("fields", self.fields)
-        checker.choice("key_format", self.key_format, FORMATS)
-        checker.choice("value_format", self.value_format, FORMATS)
-        translator = self.translator
-        if translator is not None:
-            if not callable(translator):
-                raise checker.fail(f"translator must be callable, got {translator!r}")
-            routed = getattr(translator, "output_fields", None)
-            if routed is not None and (not isinstance(routed, Mapping) or not routed):
-                raise checker.fail(
-                    f"translator.output_fields must map streams to field names, got {routed!r}"
-                )
-            for stream, names in (routed or {}).items():
-                checker.field_names(f"translator.output_fields[{stream!r}]", names)
-                if stream == ERRORS_STREAM:
-                    raise checker.fail(f"translator.output_fields may not declare {stream!r}")
-        elif self.value_format != "json":
-            others = [name for name in fields if name not in RECORD_ATTRIBUTES]
-            if others:
-                raise checker.fail(
-                    f"fields {others} are read from the value, which needs "
-                    f"value_format='json' (got {self.value_format!r})"
-                )
-        checker.positive_int("commit_period_ms", self.commit_period_ms)
-        checker.positive_int("max_uncommitted_offsets", self.max_uncommitted_offsets)
-        checker.positive_int("poll_timeout_ms", self.poll_timeout_ms)
-        checker.positive_int("partition_refresh_ms", self.partition_refresh_ms)
-        if not isinstance(self.retry, RetryBackoff):
-            raise checker.fail(f"retry must be a RetryBackoff, got {self.retry!r}")
-        self.retry.check(checker)
-        conf = check_conf(checker, "consumer_conf", self.consumer_conf, SPOUT_OWNED)
-        check_client_conf(
-            checker, "consumer_conf", consumer_config(self.bootstrap_servers, self.group_id, conf)
-        )
+        check_spout_options(checker, self)
 
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
         """Check the options where the topology is submitted.
@@ -283,8 +234,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         "_buffer",
         "_stash",
         "_errors",
-        "_confirmations",
-        "_committing",
+        "_commits",
         "_paused",
         "_outage",
         "_amo_waiting",
@@ -330,10 +280,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         self._max_uncommitted = self.max_uncommitted_offsets
         self._poll_timeout = self.poll_timeout_ms / 1000.0
         self._request_timeout = max(REQUEST_SECONDS, self._poll_timeout)
-        self._metadata = json.dumps(
-            {"topologyId": self._topology, "component": component, "taskId": self._task_id},
-            sort_keys=True,
-        )
+        self._metadata = commit_metadata(self._topology, component, self._task_id)
         #: Partition -> its offsets, for the partitions this task reads.
         self._parts: dict[Tp, PartitionOffsets] = {}
         #: The partitions assigned to the consumer.
@@ -363,13 +310,9 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         self._stash: list[Any] = []
         #: ``at_most_once``: records read whose offsets are not committed yet.
         self._amo_waiting: list[Any] = []
-        #: Client-wide errors and commit confirmations from librdkafka's callbacks.
+        #: Client-wide errors from librdkafka's callback.
         self._errors: list[Any] = []
-        self._confirmations: list[tuple[Any, list[Any] | None]] = []
-        #: Partition -> the offset of its commit waiting for confirmation.
-        self._committing: dict[Tp, int] = {}
-        #: Whether the last confirmed commit succeeded (None: none confirmed since).
-        self._commit_ok: bool | None = None
+        self._commits = Commits()
         self._paused: set[Tp] = set()
         self._outage = Outage(self._label, self.bootstrap_servers)
 
@@ -547,7 +490,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         if self._stash:
             messages = self._stash + messages
             self._stash = []
-        if self._errors or self._confirmations:
+        if self._errors or self._commits.confirmed:
             self._settle_callbacks()
         if not messages:
             return
@@ -574,8 +517,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             if tp in self._parts
         ]
         if offsets:
-            self._committing.update({(p.topic, p.partition): p.offset for p in offsets})
-            self._commit_ok = None
+            self._commits.expect()
             if not self._send_commit(offsets) or not self._await_commits():
                 return
         self._amo_waiting = []
@@ -585,33 +527,23 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
 
     def _send_commit(self, offsets: list[Any]) -> bool:
         """Send a commit without waiting; report a refusal."""
-        try:
-            self._consumer.commit(offsets=offsets, asynchronous=True)
-        except kafka().KafkaException as error:
-            for partition in offsets:
-                self._committing.pop((partition.topic, partition.partition), None)
-            self._unreachable(f"commit failed: {one_line(error)}")
-            return False
-        return True
+        failure = self._commits.send(self._consumer, offsets)
+        if failure is not None:
+            self._unreachable(failure)
+        return failure is None
 
     def _await_commits(self) -> bool:
         """Wait (at most ``poll_timeout_ms``) until every commit sent is confirmed;
         whether they all were, successfully. Records read meanwhile are stashed."""
         deadline = time.monotonic() + self._poll_timeout
-        consumer = self._consumer
-        while self._committing and time.monotonic() < deadline:
+        consumer, commits = self._consumer, self._commits
+        while commits.sending and time.monotonic() < deadline:
             message = consumer.poll(0.01)
             if message is not None:
                 self._stash.append(message)
-            if self._confirmations:
+            if commits.confirmed:
                 self._settle_callbacks()
-        if self._committing:
-            return False
-        return bool(self._commit_ok)
-
-    def _on_commit(self, error: Any, partitions: list[Any] | None) -> None:
-        """librdkafka's confirmation of a commit (runs inside ``consume``/``poll``)."""
-        self._confirmations.append((error, partitions))
+        return not commits.sending and bool(commits.ok)
 
     def _on_error(self, error: Any) -> None:
         """librdkafka's client-wide errors (runs inside ``consume``/``poll``)."""
@@ -628,25 +560,9 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
                         self._unreachable(one_line(error))
                 elif error.fatal():
                     self._report_once(f"{self._label}: fatal consumer error: {one_line(error)}")
-        if not self._confirmations:
-            return
-        confirmations, self._confirmations = self._confirmations, []
-        for error, partitions in confirmations:
-            partitions = partitions or []
-            failed = [p for p in partitions if p.error is not None]
-            ok = error is None and not failed
-            for partition in partitions:
-                tp = (partition.topic, partition.partition)
-                sent = self._committing.pop(tp, None)
-                state = self._parts.get(tp)
-                if ok and state is not None and sent is not None and sent == partition.offset:
-                    state.was_committed(sent)
-            if not ok:
-                cause = error if error is not None else failed[0].error
-                self._commit_ok = False
-                self._unreachable(f"commit failed: {one_line(cause)}")
-            elif self._commit_ok is None:
-                self._commit_ok = True
+        if self._commits.confirmed:
+            for failure in self._commits.settle(self._parts):
+                self._unreachable(failure)
         if self._paused:
             self._unpause()
 
@@ -684,7 +600,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         retries = self._retries
         if len(retries):
             self._replay.extend(retries.pop_due(now))
-        if self._errors or self._confirmations:
+        if self._errors or self._commits.confirmed:
             self._settle_callbacks()
         if now >= self._refresh_at and self._outage.ready():
             self._refresh(now)
@@ -707,7 +623,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
             conf["auto.offset.reset"] = "error"
             conf["error_cb"] = self._on_error
-            conf["on_commit"] = self._on_commit
+            conf["on_commit"] = self._commits.on_commit
             self._consumer = confluent.Consumer(conf)
             # Metadata through a client of its own: the reading consumer's fetches are
             # not disturbed by frequent metadata requests.
@@ -792,7 +708,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         """Drop a partition's offsets, records in flight and retries."""
         self._parts.pop(tp, None)
         self._paused.discard(tp)
-        self._committing.pop(tp, None)
+        self._commits.forget(tp)
 
         def other(msg_id: MsgId) -> bool:
             return (msg_id[0], msg_id[1]) != tp
@@ -828,15 +744,14 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         committed: dict[Tp, tuple[int, str | None]] = {
             (entry.topic, entry.partition): (entry.offset, entry.metadata) for entry in found
         }
-        strategy = self.first_poll_offset
         to_end: list[Tp] = []
         for tp in unknown:
             offset, metadata = committed.get(tp, (-1, None))
-            ours = self._committed_by_this_topology(metadata)
-            if offset >= 0 and (strategy.startswith("uncommitted") or ours):
-                starts[tp] = offset
-                self._parts[tp] = PartitionOffsets(committed=offset, next_offset=offset)
-            elif strategy.endswith("latest"):
+            start = start_of(self.first_poll_offset, offset, metadata, self._topology)
+            if isinstance(start, int):
+                starts[tp] = start
+                self._parts[tp] = PartitionOffsets(committed=start, next_offset=start)
+            elif start == END:
                 to_end.append(tp)
             else:
                 starts[tp] = confluent.OFFSET_BEGINNING
@@ -851,16 +766,6 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def _ends(self, partitions: Iterable[Tp]) -> dict[Tp, int]:
         conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
         return end_offsets(conf, partitions, self._request_timeout)
-
-    def _committed_by_this_topology(self, metadata: str | None) -> bool:
-        """Whether a commit's metadata names this topology (Storm's
-        ``isOffsetCommittedByThisTopology``)."""
-        if not metadata:
-            return False
-        try:
-            return bool(json.loads(metadata).get("topologyId") == self._topology)
-        except (ValueError, AttributeError):
-            return False
 
     def _check_ends(self) -> None:
         """Restart the partitions whose end (from fetches) is behind the task's
@@ -938,17 +843,16 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         ``wait``: for the confirmations (the earlier ones first), at most
         ``poll_timeout_ms`` each."""
         confluent = kafka()
-        if wait and self._committing:
+        if wait and self._commits.sending:
             self._await_commits()
         offsets = []
         for tp in partitions:
             state = self._parts.get(tp)
-            if state is None or tp in self._committing:
+            if state is None or tp in self._commits.sending:
                 continue
             point = state.to_commit()
             if point is None:
                 continue
-            self._committing[tp] = point
             offsets.append(confluent.TopicPartition(tp[0], tp[1], point, metadata=self._metadata))
         if offsets and self._send_commit(offsets) and wait:
             self._await_commits()
@@ -966,31 +870,8 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             "retries_exhausted": self._exhausted,
             "in_flight": len(self._in_flight),
         }
-        consumer = self._consumer
-        if consumer is not None:
-            confluent = kafka()
-            for tp in self._assigned:
-                state = self._parts.get(tp)
-                if state is None:
-                    continue
-                prefix = f"{tp[0]}/partition_{tp[1]}"
-                try:
-                    _, high = consumer.get_watermark_offsets(
-                        confluent.TopicPartition(tp[0], tp[1]), cached=True
-                    )
-                except confluent.KafkaException:
-                    high = -1
-                if high is not None and high >= 0:
-                    values[f"{prefix}/latestTimeOffset"] = high
-                if state.committed is not None:
-                    values[f"{prefix}/latestCompletedOffset"] = state.committed
-                if state.emitted_offset is not None:
-                    values[f"{prefix}/latestEmittedOffset"] = state.emitted_offset
-                if high is not None and high >= 0 and state.committed is not None:
-                    lag = max(high - state.committed, 0)
-                    values[f"{prefix}/spoutLag"] = lag
-                    total = f"{tp[0]}/totalSpoutLag"
-                    values[total] = values.get(total, 0) + lag
+        if self._consumer is not None:
+            values.update(offset_metrics(self._consumer, self._assigned, self._parts))
         self._metrics = values
 
 
