@@ -9,6 +9,7 @@ SparkCluster) with the same assertions."""
 
 from __future__ import annotations
 
+import pickle
 import re
 from typing import Any
 
@@ -393,3 +394,73 @@ def test_wrong_options_are_refused_at_submit(options: dict[str, Any], message: s
         cluster.submit_topology("options", {}, topology(spout, Recorder()))
     assert str(raised.value).startswith("component 'events' (KafkaSpout): ")
     assert message in str(raised.value)
+
+
+class ListCollector:
+    """What a spout emits through: ``(stream, values, msg_id)`` of each emit."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, list[Any], Any]] = []
+        self.errors: list[BaseException] = []
+
+    def emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
+        self.emitted.append((stream, values, msg_id))
+        return [1]
+
+    def report_error(self, error: BaseException) -> None:
+        self.errors.append(error)
+
+
+class Context:
+    component_id = "events"
+    topology_name = "snapshots"
+    task_id = 1
+    task_index = 0
+
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        return [1]
+
+
+def emit_until(spout: KafkaSpout, collector: ListCollector, count: int) -> None:
+    wait_until(lambda: spout.next_tuple() is None and len(collector.emitted) >= count, 10.0)
+
+
+def test_a_task_restored_from_a_snapshot_goes_on_from_its_positions(
+    kafka_broker: KafkaBroker,
+) -> None:
+    """Spark pickles a spout task after each batch and restores the newest snapshot
+    after a failure: the restored task keeps its records in flight and its retries, and
+    reads on from its position (no record emitted twice, none lost)."""
+    topic, group = kafka_broker.create_topic(unique_name("events")), unique_name("group")
+    written = values(10)
+    kafka_broker.produce(topic, written)
+    spout = KafkaSpout(kafka_broker.bootstrap, topic, group, **FAST)  # type: ignore[arg-type]
+    collector = ListCollector()
+    spout.open({}, Context(), collector)  # type: ignore[arg-type]
+    emit_until(spout, collector, 6)
+    assert [row[1] for row in collector.emitted[:6]] == records(topic, written[:6])
+    for _, row, msg_id in collector.emitted[:6]:
+        if row[2] < 3:
+            spout.ack(msg_id)
+        elif row[2] == 3:
+            spout.fail(msg_id)  # replayed at once (initial_ms=0)
+    snapshot = pickle.dumps(spout)
+    spout._consumer.close()  # the process dies: no last commit
+    spout._lister.close()
+    restored = pickle.loads(snapshot)
+    again = ListCollector()
+    restored.collector = again
+    emit_until(restored, again, 5)
+    emitted = [row for _, row, _ in again.emitted]
+    assert emitted[0] == records(topic, written)[3]  # the replay first
+    assert emitted[1:] == records(topic, written[6:], start=6)
+    wait_until(lambda: restored.next_tuple() is None and restored.metrics()["replayed"] == 1, 10.0)
+    assert len(again.emitted) == 5
+    for _, _, msg_id in collector.emitted[4:6] + again.emitted:
+        restored.ack(msg_id)
+    wait_until(
+        lambda: restored.next_tuple() is None and kafka_broker.committed(group, topic, 1) == [10],
+        10.0,
+    )
+    restored.close()
+    assert again.errors == collector.errors == []
