@@ -225,12 +225,13 @@ def test_python_blocks_in_documentation_run(
     """Every ```python block of a page runs, in order, in one namespace per page."""
     blocks = _BLOCK.findall(document.read_text(encoding="utf-8"))
     assert blocks, f"{document.name} has no python block to run"
-    if document.name == "connectors.md":  # its blocks need a Redis and a PostgreSQL
+    if document.name == "connectors.md":  # its blocks need Redis, PostgreSQL and Kafka
         redis_server = RedisServer().start()
         request.addfinalizer(redis_server.stop)
         postgres = request.getfixturevalue("postgres_server")
         monkeypatch.setenv("REDIS_URL", redis_server.url)
         monkeypatch.setenv("POSTGRES_DSN", postgres.create_database("docs_connectors"))
+        monkeypatch.setenv("KAFKA_BOOTSTRAP", request.getfixturevalue("kafka_broker").bootstrap)
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(EXAMPLES))
     module = ModuleType(f"doc_{document.stem.replace('-', '_')}")
