@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from squall import Bolt, TopologyBuilder
@@ -17,18 +18,21 @@ class Recorder(Bolt):
     the first time it sees them, the records whose value is in ``fail_once`` (every
     time for those in ``fail_always``). With ``check`` (a broker's address, a group, a
     topic and its partition count), records ``[offset, committed offset of its
-    partition]`` under ``"committed"`` for each record as it arrives."""
+    partition]`` under ``"committed"`` for each record as it arrives. Sleeps ``delay``
+    seconds before each tuple."""
 
     def __init__(
         self,
         fail_once: frozenset[str] = frozenset(),
         fail_always: frozenset[str] = frozenset(),
         check: tuple[str, str, str, int] | None = None,
+        delay: float = 0.0,
     ) -> None:
         self.record = SharedRecord()
         self.fail_once = fail_once
         self.fail_always = fail_always
         self.check = check
+        self.delay = delay
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
@@ -48,6 +52,8 @@ class Recorder(Bolt):
             self.consumer.close()
 
     def execute(self, tup: Any) -> None:
+        if self.delay:
+            time.sleep(self.delay)
         values = list(tup.values)
         self.record.append("seen", [tup.source_stream, values])
         if self.check is not None:

@@ -49,21 +49,19 @@ def test_a_broker_that_cannot_be_reached_is_reported_not_raised() -> None:
 def test_a_durable_broker_killed_and_started_again_loses_nothing(
     durable_kafka_broker: TansuBroker,
 ) -> None:
+    """The broker is killed while records are in flight and not committed: every record
+    is processed (some maybe twice, as at-least-once allows), all committed at the end."""
     broker = durable_kafka_broker
     topic, group = broker.create_topic(unique_name("events")), unique_name("group")
     broker.produce(topic, values(20))
-    recorder = Recorder()
+    recorder = Recorder(delay=0.05)
     spout = KafkaSpout(broker.bootstrap, topic, group, **FAST)  # type: ignore[arg-type]
     with LocalCluster() as cluster:
         cluster.submit_topology("outage", {}, topology(spout, recorder))
-        wait_until(lambda: broker.committed(group, topic, 1) == [20], timeout=20.0)
+        wait_until(lambda: len(recorder.seen()) >= 5, timeout=20.0)
         broker.kill()
-        wait_until(
-            lambda: reported(
-                cluster, "outage", f"KafkaSpout 'events' cannot reach {broker.bootstrap}"
-            ),
-            timeout=30.0,
-        )
+        down = f"KafkaSpout 'events' cannot reach {broker.bootstrap}"
+        wait_until(lambda: reported(cluster, "outage", down), timeout=30.0)
         broker.start()
         broker.produce(topic, values(10, prefix="w"))
         wait_until(lambda: broker.committed(group, topic, 1) == [30], timeout=60.0)
@@ -71,8 +69,8 @@ def test_a_durable_broker_killed_and_started_again_loses_nothing(
         cluster.kill_topology("outage")
     expected = records(topic, values(20)) + records(topic, values(10, prefix="w"), start=20)
     seen = recorder.seen()
-    assert sorted(map(tuple, seen)) == sorted(set(map(tuple, seen)))  # nothing twice here
-    assert sorted(seen) == sorted(expected)
+    assert sorted(map(tuple, set(map(tuple, seen)))) == sorted(map(tuple, expected))
+    assert len(seen) >= 30
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ Metrics (``metrics()``, refreshed by the task): per partition
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -112,6 +113,8 @@ if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector
     from squall.runtime.context import TopologyContext
 
+#: Where librdkafka's log lines go.
+LOG = logging.getLogger("squall.connectors.kafka")
 #: Records one ``consume`` fetches at most.
 CONSUME_BATCH = 1000
 #: Seconds a metadata or offsets request may take (or ``poll_timeout_ms`` if longer).
@@ -620,16 +623,14 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def _ensure_consumer(self) -> Any:
         if self._consumer is None:
             confluent = kafka()
-            conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
+            conf = self._client_conf()
             conf["auto.offset.reset"] = "error"
             conf["error_cb"] = self._on_error
             conf["on_commit"] = self._commits.on_commit
             self._consumer = confluent.Consumer(conf)
             # Metadata through a client of its own: the reading consumer's fetches are
             # not disturbed by frequent metadata requests.
-            self._lister = confluent.Consumer(
-                consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
-            )
+            self._lister = confluent.Consumer(self._client_conf())
         return self._consumer
 
     def _unreachable(self, cause: Any) -> None:
@@ -652,10 +653,12 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         consumer = self._ensure_consumer()
         confluent = kafka()
         try:
-            found = list_partitions(self._lister, self._selection, self._request_timeout)
+            found = list_partitions(self._lister, self._selection, self._wait())
         except confluent.KafkaException as error:
             self._unreachable(one_line(error))
             return
+        finally:
+            self._lister.poll(0)  # hands its log lines to the logger
         mine = task_partitions(found, self._task_index, self._tasks)
         wanted = set(mine)
         topics = {tp[0] for tp in found}
@@ -739,7 +742,7 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         if not unknown:
             return starts
         found = self._consumer.committed(
-            [confluent.TopicPartition(t, p) for t, p in unknown], timeout=self._request_timeout
+            [confluent.TopicPartition(t, p) for t, p in unknown], timeout=self._wait()
         )
         committed: dict[Tp, tuple[int, str | None]] = {
             (entry.topic, entry.partition): (entry.offset, entry.metadata) for entry in found
@@ -764,8 +767,21 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         return starts
 
     def _ends(self, partitions: Iterable[Tp]) -> dict[Tp, int]:
-        conf = consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
-        return end_offsets(conf, partitions, self._request_timeout)
+        conf = self._client_conf()
+        return end_offsets(conf, partitions, self._wait())
+
+    def _client_conf(self) -> dict[str, Any]:
+        """The settings of the task's clients; librdkafka's log lines go to the
+        ``squall.connectors.kafka`` logger unless ``consumer_conf`` gives a logger."""
+        return {
+            "logger": LOG,
+            **consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf),
+        }
+
+    def _wait(self) -> float:
+        """Seconds a metadata or offsets request may take: ``poll_timeout_ms`` while
+        the broker cannot be reached, else up to 2 s."""
+        return self._poll_timeout if self._outage.failures else self._request_timeout
 
     def _check_ends(self) -> None:
         """Restart the partitions whose end (from fetches) is behind the task's
