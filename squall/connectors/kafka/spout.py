@@ -1,64 +1,41 @@
-"""``KafkaSpout``: Storm's storm-kafka-client ``KafkaSpout`` over confluent-kafka.
+"""``KafkaSpout``: Storm's storm-kafka-client ``KafkaSpout`` over confluent-kafka
+(docs/connectors.md, section Kafka, says what users rely on).
 
-Partitions: the spout assigns them itself (``assign``, never the consumer-group
-protocol): the selected topics' partitions sorted by ``(topic, partition)``, partition
-``i`` to the task of index ``i % tasks`` (see :mod:`squall.connectors.kafka.assignment`),
-listed again every ``partition_refresh_ms`` so partitions of topics created later are
-read. The group (``group_id``) only keeps the committed offsets.
+Partitions: assigned by the spout itself (``assign``, never the group protocol; see
+:mod:`~squall.connectors.kafka.assignment`), listed again every
+``partition_refresh_ms``. The group (``group_id``) only keeps the committed offsets.
 
-Guarantees (``processing_guarantee``):
-
-* ``at_least_once`` (default): each record is emitted with message id ``(topic,
-  partition, offset)``. Every ``commit_period_ms`` the task commits, per partition, the
-  offset of the oldest record it handed out and that is not done yet (else the offset
-  after the last one): the longest prefix of done records, gaps in offsets (compacted
-  topics) never blocking. A failed record is emitted again (the same values, not read
-  again) after its :class:`~squall.connectors.kafka.retry.RetryBackoff`; once its
-  retries are exhausted it counts as done, is reported and counted in
-  ``retries_exhausted``. A partition with ``max_uncommitted_offsets`` records emitted
-  past its committed offset is paused (nothing new read or emitted from it; replays go
-  on) until a commit frees room. The task commits at ``deactivate`` and ``close`` too.
-* ``at_most_once``: the offsets of the records read are committed before any of them
-  is emitted (without message id, never replayed).
-* ``no_guarantee``: records are emitted without message id; the position read is
-  committed every ``commit_period_ms`` without waiting for the broker.
-
-A commit counts once the broker has confirmed it (commits are sent without blocking
-the task and confirmed while it reads: a synchronous commit waits up to 45 s for a
-broker that is down); a commit that failed is sent again.
-
-Where it starts (``first_poll_offset``) on a partition it has no position for:
-``uncommitted_earliest`` (default) and ``uncommitted_latest`` after the group's
-committed offset if there is one, else at the earliest offset / the end;
-``earliest`` and ``latest`` ignore commits made by another topology (the commit's
-metadata names the topology: a restarted task of the same topology resumes from its
-commits). The end is the true end of the partition
-(:func:`~squall.connectors.kafka.client.end_offsets`).
+Guarantees: ``at_least_once`` emits each record with message id ``(topic, partition,
+offset)``, commits every ``commit_period_ms`` the longest prefix of done records per
+partition (:mod:`~squall.connectors.kafka.offsets`), replays a failed record after its
+:class:`~squall.connectors.kafka.retry.RetryBackoff` and pauses a partition with
+``max_uncommitted_offsets`` records emitted past its commit; ``at_most_once`` commits
+the offsets of the records read before emitting them; ``no_guarantee`` emits without
+message ids and commits the position of the records handed out. A commit counts once
+the broker confirmed it (:mod:`~squall.connectors.kafka.commits`). Where a partition
+starts: :mod:`~squall.connectors.kafka.positions`.
 
 Where it runs: the component carries only its options and pickles. Each task makes its
-consumer at its first ``next_tuple`` (local engine: the task's worker; Spark: the
-source's driver-side process). A Spark snapshot keeps the per-partition positions, the
-records in flight (their values), the done-but-not-committed offsets and the retry
-schedule; never the consumer or records read ahead. A restored task makes a consumer
-again and seeks each partition to its snapshot position.
+consumer at its first ``next_tuple``, on the engine's thread or process for the task
+(Spark: the source's driver-side process), where ``ack`` and ``fail`` run too. A Spark
+snapshot keeps the per-partition offsets, the records in flight (their values) and the
+retry schedule, never the consumer or records read ahead; a restored task makes a
+consumer again and seeks each partition to its snapshot position.
 
 Reading: ``next_tuple`` emits at most one tuple, from a buffer it fills with one
-``consume`` (waiting at most ``poll_timeout_ms``); records the translator skips are
-done at once and the next one is emitted in the same call.
+``consume`` (waiting at most ``poll_timeout_ms``); a record the translator skips is done
+at once and the next one is emitted in the same call.
 
-Failures: a broker that cannot be reached (consume errors, commits, metadata or offset
-requests) is reported as ``KafkaSpout '<component>' cannot reach <servers>: ...``
-through the collector, with the connectors' back-off; ``next_tuple`` never raises for
-it and nothing is lost (commits are sent again). A topic that disappears is reported;
-when it exists again (or a partition's end falls behind the task's position, or the
-broker says its offset is out of range) the partition starts again at the strategy's
-reset point (earliest, or the end for the ``latest`` strategies), reported too.
+Failures: a broker that cannot be reached is reported through the collector
+(``KafkaSpout '<component>' cannot reach <servers>: ...``) with the connectors'
+back-off; ``next_tuple`` never raises for it, commits that failed are sent again. A
+topic that disappears is reported; a partition that exists again, whose end fell behind
+the task's position, or whose offset is out of range starts again at the strategy's
+reset point, reported.
 
-Metrics (``metrics()``, refreshed by the task): per partition
-``<topic>/partition_<p>/spoutLag``, ``/latestTimeOffset`` (the end, from fetches),
-``/latestCompletedOffset`` (committed), ``/latestEmittedOffset``; per topic
-``<topic>/totalSpoutLag``; and ``malformed``, ``replayed``, ``retries_exhausted``,
-``in_flight``.
+Metrics: ``metrics()`` returns a dict the task refreshes (it is read from other
+threads): Storm's ``kafkaOffset`` figures (:func:`~squall.connectors.kafka.offsets.offset_metrics`)
+and ``malformed``, ``replayed``, ``retries_exhausted``, ``in_flight``.
 """
 
 from __future__ import annotations
@@ -71,20 +48,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from squall.connectors.errors import ConnectorError
-from squall.connectors.kafka.assignment import task_partitions
 from squall.connectors.kafka.client import (
     TopicSelection,
     consumer_config,
-    end_offsets,
     is_unreachable,
     kafka,
-    list_partitions,
     one_line,
     redact_conf,
 )
 from squall.connectors.kafka.commits import Commits
 from squall.connectors.kafka.offsets import PartitionOffsets, offset_metrics
-from squall.connectors.kafka.positions import END, commit_metadata, start_of
+from squall.connectors.kafka.positions import commit_metadata
 from squall.connectors.kafka.records import (
     ERROR_FIELDS,
     ERRORS_STREAM,
@@ -103,6 +77,7 @@ from squall.connectors.kafka.spoutoptions import (
     STRATEGIES,
     check_spout_options,
 )
+from squall.connectors.kafka.spoutpartitions import SpoutPartitions
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
@@ -128,7 +103,7 @@ Tp = tuple[str, int]
 MsgId = tuple[str, int, int]
 
 
-class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
+class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     """Emits the records of Kafka topics (see the module docstring).
 
     Declares the translator's streams (the default stream with ``fields`` without one)
@@ -489,7 +464,12 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             if self._outage.ready():
                 self._commit_then_buffer()
             return
-        messages = consumer.consume(CONSUME_BATCH, self._poll_timeout)
+        try:
+            messages = consumer.consume(CONSUME_BATCH, self._poll_timeout)
+        except kafka().KafkaException as error:
+            if self._outage.ready():
+                self._unreachable(one_line(error))
+            return
         if self._stash:
             messages = self._stash + messages
             self._stash = []
@@ -606,7 +586,10 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         if self._errors or self._commits.confirmed:
             self._settle_callbacks()
         if now >= self._refresh_at and self._outage.ready():
-            self._refresh(now)
+            try:
+                self._refresh(now)
+            except kafka().KafkaException as error:  # assigning, seeking
+                self._unreachable(one_line(error))
         if now >= self._commit_at:
             self._commit(now)
         if now >= self._metrics_at:
@@ -645,131 +628,6 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
             self._reported[text] = now
             self.collector.report_error(ConnectorError(text))
 
-    def _refresh(self, now: float) -> None:
-        """List the partitions; take the new ones of this task (positioned by the
-        strategy, or at their snapshot position), give up those gone, restart those
-        whose end fell behind the task's position."""
-        self._refresh_at = now + self.partition_refresh_ms / 1000.0
-        consumer = self._ensure_consumer()
-        confluent = kafka()
-        try:
-            found = list_partitions(self._lister, self._selection, self._wait())
-        except confluent.KafkaException as error:
-            self._unreachable(one_line(error))
-            return
-        finally:
-            self._lister.poll(0)  # hands its log lines to the logger
-        mine = task_partitions(found, self._task_index, self._tasks)
-        wanted = set(mine)
-        topics = {tp[0] for tp in found}
-        gone = [tp for tp in self._assigned if tp not in wanted]
-        if gone:
-            self._give_up(gone, topics)
-        new = [tp for tp in mine if tp not in set(self._assigned)]
-        if new:
-            try:
-                starts = self._starts(new)
-            except confluent.KafkaException as error:
-                self._unreachable(one_line(error))
-                return
-            consumer.incremental_assign(
-                [confluent.TopicPartition(t, p, starts[(t, p)]) for t, p in new]
-            )
-            self._assigned.extend(new)
-        self._outage.recovered()
-        self._check_ends()
-
-    def _give_up(self, gone: list[Tp], topics: set[str]) -> None:
-        """Stop reading ``gone``: commit what is done first (if their topic still
-        exists), then forget their records; report topics that no longer exist."""
-        confluent = kafka()
-        vanished = sorted({tp[0] for tp in gone if tp[0] not in topics})
-        for topic in vanished:
-            if topic not in self._vanished:
-                self._vanished.add(topic)
-                self.collector.report_error(
-                    ConnectorError(
-                        f"{self._label}: topic {topic!r} no longer exists on "
-                        f"{self.bootstrap_servers}; its records not committed are lost "
-                        f"with it, and it is read again from {self._reset_name()} once it "
-                        f"exists again"
-                    )
-                )
-        kept = [tp for tp in gone if tp[0] in topics]
-        if kept and self._tracking:
-            self._commit_partitions(kept, wait=True)
-        try:
-            self._consumer.incremental_unassign([confluent.TopicPartition(t, p) for t, p in gone])
-        except confluent.KafkaException as error:
-            self._report_once(f"{self._label}: could not unassign partitions: {one_line(error)}")
-        gone_set = set(gone)
-        self._assigned = [tp for tp in self._assigned if tp not in gone_set]
-        for tp in gone:
-            self._forget(tp)
-
-    def _forget(self, tp: Tp) -> None:
-        """Drop a partition's offsets, records in flight and retries."""
-        self._parts.pop(tp, None)
-        self._paused.discard(tp)
-        self._commits.forget(tp)
-
-        def other(msg_id: MsgId) -> bool:
-            return (msg_id[0], msg_id[1]) != tp
-
-        self._in_flight = {key: item for key, item in self._in_flight.items() if other(key)}
-        self._replay = deque(key for key in self._replay if other(key))
-        self._retries.forget(other)
-
-    def _reset_name(self) -> str:
-        return "the earliest offset" if "earliest" in self.first_poll_offset else "the end"
-
-    def _starts(self, new: list[Tp]) -> dict[Tp, int]:
-        """Where each new partition starts: its position (a restored task), else by the
-        strategy. Creates their offsets.
-
-        Raises:
-            KafkaException: the broker did not answer in time.
-        """
-        confluent = kafka()
-        starts: dict[Tp, int] = {}
-        unknown: list[Tp] = []
-        for tp in new:
-            state = self._parts.get(tp)
-            if state is not None and state.next_offset is not None:
-                starts[tp] = state.next_offset
-            else:
-                unknown.append(tp)
-        if not unknown:
-            return starts
-        found = self._consumer.committed(
-            [confluent.TopicPartition(t, p) for t, p in unknown], timeout=self._wait()
-        )
-        committed: dict[Tp, tuple[int, str | None]] = {
-            (entry.topic, entry.partition): (entry.offset, entry.metadata) for entry in found
-        }
-        to_end: list[Tp] = []
-        for tp in unknown:
-            offset, metadata = committed.get(tp, (-1, None))
-            start = start_of(self.first_poll_offset, offset, metadata, self._topology)
-            if isinstance(start, int):
-                starts[tp] = start
-                self._parts[tp] = PartitionOffsets(committed=start, next_offset=start)
-            elif start == END:
-                to_end.append(tp)
-            else:
-                starts[tp] = confluent.OFFSET_BEGINNING
-                self._parts[tp] = PartitionOffsets()
-        if to_end:
-            ends = self._ends(to_end)
-            for tp in to_end:
-                starts[tp] = ends[tp]
-                self._parts[tp] = PartitionOffsets(next_offset=ends[tp])
-        return starts
-
-    def _ends(self, partitions: Iterable[Tp]) -> dict[Tp, int]:
-        conf = self._client_conf()
-        return end_offsets(conf, partitions, self._wait())
-
     def _client_conf(self) -> dict[str, Any]:
         """The settings of the task's clients; librdkafka's log lines go to the
         ``squall.connectors.kafka`` logger unless ``consumer_conf`` gives a logger."""
@@ -782,66 +640,6 @@ class KafkaSpout(Spout, ValidatesSubmission, ReportsMetrics):
         """Seconds a metadata or offsets request may take: ``poll_timeout_ms`` while
         the broker cannot be reached, else up to 2 s."""
         return self._poll_timeout if self._outage.failures else self._request_timeout
-
-    def _check_ends(self) -> None:
-        """Restart the partitions whose end (from fetches) is behind the task's
-        position: their log was deleted and made again (a topic re-created)."""
-        consumer, confluent = self._consumer, kafka()
-        for tp in list(self._assigned):
-            state = self._parts.get(tp)
-            if state is None or state.next_offset is None:
-                continue
-            try:
-                _, high = consumer.get_watermark_offsets(
-                    confluent.TopicPartition(tp[0], tp[1]), cached=True
-                )
-            except confluent.KafkaException:
-                continue
-            if 0 <= high < state.next_offset:
-                self._restart_partition(
-                    tp, f"its end ({high}) is behind the spout's position ({state.next_offset})"
-                )
-        if self._vanished:
-            present = {tp[0] for tp in self._assigned}
-            for topic in sorted(self._vanished & present):
-                self._vanished.discard(topic)
-                self.collector.report_error(
-                    ConnectorError(
-                        f"{self._label}: topic {topic!r} exists again on "
-                        f"{self.bootstrap_servers}; reading it from {self._reset_name()} "
-                        f"(or the group's committed offsets)"
-                    )
-                )
-
-    def _restart_partition(self, tp: Tp, why: str) -> None:
-        """Start ``tp`` again at the strategy's reset point (its records in flight are
-        forgotten); reported."""
-        confluent = kafka()
-        self._forget(tp)
-        if self.first_poll_offset.endswith("latest"):
-            try:
-                start = self._ends([tp])[tp]
-            except confluent.KafkaException as error:
-                self._unreachable(one_line(error))
-                start = confluent.OFFSET_END
-            self._parts[tp] = PartitionOffsets(next_offset=max(start, 0))
-        else:
-            start = confluent.OFFSET_BEGINNING
-            self._parts[tp] = PartitionOffsets()
-        self._buffer = deque(
-            m for m in self._buffer if (m.topic(), m.partition()) != tp or m.error() is not None
-        )
-        try:
-            self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], start))
-        except confluent.KafkaException:
-            self._consumer.incremental_unassign([confluent.TopicPartition(tp[0], tp[1])])
-            self._consumer.incremental_assign([confluent.TopicPartition(tp[0], tp[1], start)])
-        self.collector.report_error(
-            ConnectorError(
-                f"{self._label}: partition {tp[0]}/{tp[1]}: {why}; reading it again from "
-                f"{self._reset_name()}"
-            )
-        )
 
     # --- commits ----------------------------------------------------------------------
 
