@@ -464,3 +464,21 @@ def test_a_task_restored_from_a_snapshot_goes_on_from_its_positions(
     )
     restored.close()
     assert again.errors == collector.errors == []
+
+
+def test_killing_the_topology_commits_what_is_done(kafka_broker: KafkaBroker) -> None:
+    """A commit period far longer than the test: only the last commit, at deactivate
+    and close, can commit the records."""
+    topic, group = kafka_broker.create_topic(unique_name("events")), unique_name("group")
+    kafka_broker.produce(topic, values(5))
+    recorder = Recorder()
+    spout = KafkaSpout(
+        kafka_broker.bootstrap, topic, group, commit_period_ms=600_000, poll_timeout_ms=50
+    )
+    with LocalCluster() as cluster:
+        cluster.submit_topology("last", {}, topology(spout, recorder))
+        wait_until(lambda: len(recorder.seen()) >= 5, timeout=10.0)
+        assert cluster.wait_idle("last")
+        assert kafka_broker.committed(group, topic, 1) == [-1001]
+        cluster.kill_topology("last")
+    assert kafka_broker.committed(group, topic, 1) == [5]
