@@ -86,6 +86,11 @@ class RetrySchedule:
         """Forget ``msg_id`` (acked)."""
         self._failures.pop(msg_id, None)
 
+    @property
+    def failing(self) -> bool:
+        """Whether any record has failed and is not done yet."""
+        return bool(self._failures)
+
     def failures(self, msg_id: Any) -> int:
         """The failures of ``msg_id`` so far."""
         return self._failures.get(msg_id, 0)

@@ -319,7 +319,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         state = self._parts.get((msg_id[0], msg_id[1]))
         if state is not None:
             state.done(msg_id[2])
-        if self._retries._failures:
+        if self._retries.failing:
             self._retries.done(msg_id)
 
     def fail(self, msg_id: Any) -> None:
