@@ -225,7 +225,7 @@ def test_python_blocks_in_documentation_run(
     """Every ```python block of a page runs, in order, in one namespace per page."""
     blocks = _BLOCK.findall(document.read_text(encoding="utf-8"))
     assert blocks, f"{document.name} has no python block to run"
-    if document.name == "connectors.md":  # its blocks need a Redis, a PostgreSQL, a Kafka
+    if document.name == "connectors.md":  # its blocks need Redis, PostgreSQL and Kafka
         redis_server = RedisServer().start()
         request.addfinalizer(redis_server.stop)
         postgres = request.getfixturevalue("postgres_server")

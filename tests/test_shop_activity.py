@@ -23,6 +23,7 @@ import psycopg
 import pytest
 
 from tests.conftest import unique_name
+from tests.kafka_broker import KafkaBroker
 from tests.servers import PostgresServer, RedisServer
 from tests.test_example_commands import ROOT, docstring_commands
 from tests.test_examples import EXAMPLES, load_example
@@ -92,6 +93,76 @@ def test_the_documented_commands_fill_the_table_with_exact_window_counts(
     _run(feed_command, env)
     _run(run_command, env)
 
+    _check_windows(shop, feed, dsn, output)
+    errors = _json_lines(output, "errors")
+    assert sorted(r["id"] for r in errors) == sorted(set(r["id"] for r in errors))
+    assert len(errors) == len(_malformed(feed))
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_the_kafka_example_fills_the_table_and_the_results_topic_with_exact_counts(
+    engine: str,
+    example_modules: tuple[Any, Any],
+    kafka_broker: KafkaBroker,
+    postgres_server: PostgresServer,
+    tmp_path: Path,
+) -> None:
+    shop, feed = example_modules
+    commands = docstring_commands(EXAMPLES / "shop_activity_kafka.py")
+    feed_command = next(c for c in commands if "shop_activity_feed.py" in c)
+    run_command = next(
+        c
+        for c in commands
+        if c.startswith("squall run") and ("--engine spark" in c) == (engine == "spark")
+    )
+    assert f"--actions {ACTIONS}" in feed_command and "--kafka" in feed_command
+    dsn = postgres_server.create_database(unique_name("shop").replace("-", "_"))
+    output = tmp_path / "output"
+    topic, results = unique_name("shop-actions"), unique_name("shop-windows")
+    kafka_broker.create_topic(results)
+    env = {
+        **os.environ,
+        "SHOP_KAFKA_BOOTSTRAP": kafka_broker.bootstrap,
+        "SHOP_TOPIC": topic,
+        "SHOP_RESULTS_TOPIC": results,
+        "SHOP_POSTGRES_DSN": dsn,
+        "SHOP_OUTPUT_DIR": str(output),
+    }
+    _run(feed_command, env)
+    _run(run_command, env)
+
+    _check_windows(shop, feed, dsn, output)
+    with psycopg.connect(dsn) as connection:
+        rows = connection.execute(
+            "SELECT window_start, window_end, product_id, actions FROM product_activity"
+        ).fetchall()
+    published: dict[tuple[int, str], dict[str, Any]] = {}
+    for _, _, key, value in kafka_broker.read(results, kafka_broker.records_in(results)):
+        window = json.loads(value or b"null")
+        assert key == window["product_id"].encode()
+        published[(window["window_end"], window["product_id"])] = window  # the last one
+    assert published == {
+        (end, product): {
+            "window_start": start,
+            "window_end": end,
+            "product_id": product,
+            "actions": actions,
+        }
+        for start, end, product, actions in rows
+    }
+    errors = _json_lines(output, "errors")
+    assert sorted({(r["partition"], r["offset"]) for r in errors}) == sorted(
+        (r["partition"], r["offset"]) for r in errors
+    )
+    assert len(errors) == len(_malformed(feed))
+
+
+def _malformed(feed: Any) -> list[Any]:
+    return [e for e in feed.generate_actions(ACTIONS) if not e.ts.isdigit()]
+
+
+def _check_windows(shop: Any, feed: Any, dsn: str, output: Path) -> Counter[tuple[Any, ...]]:
+    """Check the table against the feed (see the module docstring); the late actions."""
     with psycopg.connect(dsn) as connection:
         rows = connection.execute(
             "SELECT window_start, window_end, product_id, actions FROM product_activity"
@@ -100,9 +171,8 @@ def test_the_documented_commands_fill_the_table_with_exact_window_counts(
     assert all(end - start == shop.WINDOW.ms for start, end, _, _ in rows)
 
     entries = list(feed.generate_actions(ACTIONS))
-    malformed = [e for e in entries if not e.ts.isdigit()]
     actions = [e for e in entries if e.ts.isdigit() and e.action != shop.END_OF_FEED]
-    assert len(malformed) == 4
+    assert len(_malformed(feed)) == 4
     late = _json_lines(output, "late")
     late_keys = Counter((r["user_id"], r["product_id"], r["action"], r["ts"]) for r in late)
     every_key = Counter((a.user_id, a.product_id, a.action, int(a.ts)) for a in actions)
@@ -118,9 +188,7 @@ def test_the_documented_commands_fill_the_table_with_exact_window_counts(
     assert table == shop.expected_counts(
         (product, ts) for (_, product, _, ts), n in counted.items() for _ in range(n)
     )
-    errors = _json_lines(output, "errors")
-    assert sorted(r["id"] for r in errors) == sorted(set(r["id"] for r in errors))
-    assert len(errors) == len(malformed)
+    return late_keys
 
 
 def shop_slot(feed: Any, index: int) -> int:

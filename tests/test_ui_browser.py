@@ -1,7 +1,7 @@
 """The UI's pages in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright. The topology page shows figures that change, its deactivate button stops
-the spout, and a component page opens from it; a screenshot is kept under the test's
-temporary directory."""
+the spout, and a component page opens from it and shows the component's own metrics; a
+screenshot is kept under the test's temporary directory."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from squall import LocalCluster
+from squall import LocalCluster, Spout, TopologyBuilder
 from squall.ui import UIServer
 from tests.helpers import wait_until
 from tests.servers import missing_server
@@ -88,5 +88,34 @@ def test_the_topology_page_shows_live_figures_and_its_deactivate_button_stops_th
         page.wait_for_selector("#component-id", timeout=WAIT_MS)
         assert page.inner_text("#component-id") == "split"
         wait_until(lambda: page.locator("td", has_text="shuffle").count() == 1, timeout=30.0)
+        assert problems == []
+        page.close()
+
+
+class MeteredSpout(Spout):
+    """Emits nothing; reports metrics of its own (as the Kafka spout does)."""
+
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        return None
+
+    def metrics(self) -> dict[str, float]:
+        return {"orders/partition_0/spoutLag": 1234, "malformed": 0}
+
+
+def test_a_component_page_shows_the_components_own_metrics(browser: Browser) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("metered", MeteredSpout())
+    with LocalCluster() as cluster, UIServer(cluster, port=0) as ui:
+        cluster.submit_topology("metered", {}, builder.create_topology())
+        page = browser.new_page()
+        problems: list[Any] = []
+        page.on("pageerror", lambda error: problems.append(error))
+        page.goto(f"{ui.url}topology/metered/component/metered")
+        cell = "#metrics tr[data-row='orders/partition_0/spoutLag'] td[data-field='value']"
+        page.wait_for_selector(cell, timeout=WAIT_MS)
+        assert page.inner_text(cell) == "1,234"
+        assert page.inner_text("#metrics tr[data-row='malformed'] td[data-field='value']") == "0"
         assert problems == []
         page.close()

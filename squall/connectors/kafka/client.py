@@ -218,20 +218,23 @@ class TopicSelection:
         return f"/{self.pattern}/" if self.pattern is not None else ", ".join(self.names)
 
 
-def list_partitions(client: Any, selection: TopicSelection) -> list[tuple[str, int]]:
+def list_partitions(
+    client: Any, selection: TopicSelection, timeout: float = REQUEST_TIMEOUT
+) -> list[tuple[str, int]]:
     """The ``(topic, partition)`` pairs of the selected topics that exist now, sorted.
 
     Args:
         client: a consumer or admin client (anything with ``list_topics``).
         selection: the topics.
+        timeout: seconds to wait for the broker.
 
     Raises:
-        KafkaException: the broker did not answer within :data:`REQUEST_TIMEOUT`.
+        KafkaException: the broker did not answer within ``timeout`` seconds.
     """
     if selection.pattern is None and len(selection.names) == 1:
-        metadata = client.list_topics(selection.names[0], timeout=REQUEST_TIMEOUT)
+        metadata = client.list_topics(selection.names[0], timeout=timeout)
     else:
-        metadata = client.list_topics(timeout=REQUEST_TIMEOUT)
+        metadata = client.list_topics(timeout=timeout)
     found: list[tuple[str, int]] = []
     for topic, described in metadata.topics.items():
         if described.error is not None or not selection.matches(topic):

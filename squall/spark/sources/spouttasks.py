@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from squall.model.config import Config
 from squall.runtime.clock import SYSTEM_CLOCK
+from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import summarize
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory
@@ -131,6 +132,8 @@ class SpoutTasks:
         self.active: bool | None = None
         #: Errors counted in the metrics last written (new ones are written at once).
         self.errors_written = 0
+        #: The tasks' own metrics last written (changed ones are written at once).
+        self.custom_written: dict[str, float] = {}
         self.last_logged = time.monotonic()
         for task in self.tasks:
             try:
@@ -213,7 +216,12 @@ class SpoutTasks:
             with collection_paused():
                 emitted = self._poll(packets, roots, inits)
         errors = sum(task.stats.errors_total for task in self.tasks)
-        changed = changed or emitted > 0 or errors != self.errors_written
+        changed = (
+            changed
+            or emitted > 0
+            or errors != self.errors_written
+            or self.custom() != self.custom_written
+        )
         due = tick_secs is not None and time.monotonic() - self.last_logged >= tick_secs
         logged = bool(packets or roots or due)
         if logged:
@@ -258,11 +266,23 @@ class SpoutTasks:
             acks.clear()
         return emitted
 
+    def custom(self) -> dict[str, float]:
+        """The tasks' own metrics (``ReportsMetrics``), summed per name."""
+        custom: dict[str, float] = {}
+        for task in self.tasks:
+            component = task.runner.component
+            if implements(component, ReportsMetrics):
+                for name, value in component.metrics().items():
+                    custom[name] = custom.get(name, 0) + value
+        return custom
+
     def write_stats(self) -> None:
-        """Write the spout's metrics for the driver."""
+        """Write the spout's metrics for the driver (its tasks' own metrics among
+        them)."""
         stats = [task.stats for task in self.tasks]
         self.errors_written = sum(task.errors_total for task in stats)
         summary = summarize(self.component_id, "spout", stats, time.monotonic())
+        self.custom_written = summary.custom = self.custom()
         self.files.write_stats(summary)
 
     def close(self) -> None:

@@ -195,6 +195,10 @@ async function componentPage(page, where) {
       ["Transferred", "transferred"]], c.outputStats, "stream"),
     el("h2", {}, "Tasks"), table([["Id", "id"], ["Emitted", "emitted"], ["Transferred", "transferred"],
       ["Executed", "executed"], ["Acked", "acked"], ["Failed", "failed"]], c.executorStats, "task"),
+    el("h2", {}, "Metrics"), el("div", { id: "metrics" }, Object.keys(c.custom).length
+      ? table([["Metric", "name"], ["Value", "value"]], Object.keys(c.custom).sort()
+        .map((name) => ({ name, value: c.custom[name] })), "name")
+      : el("p", { class: "muted" }, "None.")),
     el("h2", {}, "Errors"), c.componentErrors.length ? el("div", {}, ...c.componentErrors.map((e) =>
       el("details", {}, el("summary", { class: "error" }, `${new Date(e.errorTime).toISOString()} task ${e.errorTask}: ${e.error}`),
         el("pre", {}, e.traceback)))) : el("p", { class: "muted" }, "None."));

@@ -1,0 +1,268 @@
+"""The partitions of a ``KafkaSpout`` task over their life: taken when they appear
+(positioned by the first-poll strategy, or at a restored snapshot's position), given up
+when they go (a topic deleted, or another task's after the list changed), and started
+again when their log was made anew (the end fell behind the task's position, or the
+offset is out of range).
+
+A mixin of :class:`~squall.connectors.kafka.spout.KafkaSpout`; its methods run on the
+spout task's thread, inside ``next_tuple``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from squall.connectors.errors import ConnectorError
+from squall.connectors.kafka.assignment import task_partitions
+from squall.connectors.kafka.client import (
+    TopicSelection,
+    end_offsets,
+    kafka,
+    list_partitions,
+    one_line,
+)
+from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.offsets import PartitionOffsets
+from squall.connectors.kafka.positions import END, start_of
+from squall.connectors.kafka.retry import RetrySchedule
+from squall.connectors.outage import Outage
+
+Tp = tuple[str, int]
+MsgId = tuple[str, int, int]
+
+
+class SpoutPartitions:
+    """Taking, giving up and restarting the partitions of a spout task."""
+
+    # What the spout provides (see KafkaSpout.open).
+    bootstrap_servers: str
+    first_poll_offset: str
+    partition_refresh_ms: int
+    collector: Any
+    _label: str
+    _topology: str
+    _task_index: int
+    _tasks: int
+    _tracking: bool
+    _selection: TopicSelection
+    _consumer: Any
+    _lister: Any
+    _parts: dict[Tp, PartitionOffsets]
+    _assigned: list[Tp]
+    _vanished: set[str]
+    _paused: set[Tp]
+    _in_flight: dict[MsgId, tuple[str, list[Any]]]
+    _replay: deque[MsgId]
+    _retries: RetrySchedule
+    _buffer: deque[Any]
+    _commits: Commits
+    _outage: Outage
+    _refresh_at: float
+
+    def _ensure_consumer(self) -> Any:
+        raise NotImplementedError
+
+    def _unreachable(self, cause: Any) -> None:
+        raise NotImplementedError
+
+    def _report_once(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _commit_partitions(self, partitions: Iterable[Tp], wait: bool) -> None:
+        raise NotImplementedError
+
+    def _client_conf(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _wait(self) -> float:
+        raise NotImplementedError
+
+    def _refresh(self, now: float) -> None:
+        """List the partitions; take the new ones of this task (positioned by the
+        strategy, or at their snapshot position), give up those gone, restart those
+        whose end fell behind the task's position."""
+        self._refresh_at = now + self.partition_refresh_ms / 1000.0
+        consumer = self._ensure_consumer()
+        confluent = kafka()
+        try:
+            found = list_partitions(self._lister, self._selection, self._wait())
+        except confluent.KafkaException as error:
+            self._unreachable(one_line(error))
+            return
+        finally:
+            self._lister.poll(0)  # hands its log lines to the logger
+        mine = task_partitions(found, self._task_index, self._tasks)
+        wanted = set(mine)
+        topics = {tp[0] for tp in found}
+        gone = [tp for tp in self._assigned if tp not in wanted]
+        if gone:
+            self._give_up(gone, topics)
+        new = [tp for tp in mine if tp not in set(self._assigned)]
+        if new:
+            try:
+                starts = self._starts(new)
+            except confluent.KafkaException as error:
+                self._unreachable(one_line(error))
+                return
+            consumer.incremental_assign(
+                [confluent.TopicPartition(t, p, starts[(t, p)]) for t, p in new]
+            )
+            self._assigned.extend(new)
+        self._outage.recovered()
+        self._check_ends()
+
+    def _give_up(self, gone: list[Tp], topics: set[str]) -> None:
+        """Stop reading ``gone``: commit what is done first (if their topic still
+        exists), then forget their records; report topics that no longer exist."""
+        confluent = kafka()
+        vanished = sorted({tp[0] for tp in gone if tp[0] not in topics})
+        for topic in vanished:
+            if topic not in self._vanished:
+                self._vanished.add(topic)
+                self.collector.report_error(
+                    ConnectorError(
+                        f"{self._label}: topic {topic!r} no longer exists on "
+                        f"{self.bootstrap_servers}; its records not committed are lost "
+                        f"with it, and it is read again from {self._reset_name()} once it "
+                        f"exists again"
+                    )
+                )
+        kept = [tp for tp in gone if tp[0] in topics]
+        if kept and self._tracking:
+            self._commit_partitions(kept, wait=True)
+        try:
+            self._consumer.incremental_unassign([confluent.TopicPartition(t, p) for t, p in gone])
+        except confluent.KafkaException as error:
+            self._report_once(f"{self._label}: could not unassign partitions: {one_line(error)}")
+        gone_set = set(gone)
+        self._assigned = [tp for tp in self._assigned if tp not in gone_set]
+        for tp in gone:
+            self._forget(tp)
+
+    def _forget(self, tp: Tp) -> None:
+        """Drop a partition's offsets, records in flight and retries."""
+        self._parts.pop(tp, None)
+        self._paused.discard(tp)
+        self._commits.forget(tp)
+
+        def other(msg_id: MsgId) -> bool:
+            return (msg_id[0], msg_id[1]) != tp
+
+        self._in_flight = {key: item for key, item in self._in_flight.items() if other(key)}
+        self._replay = deque(key for key in self._replay if other(key))
+        self._retries.forget(other)
+
+    def _reset_name(self) -> str:
+        return "the earliest offset" if "earliest" in self.first_poll_offset else "the end"
+
+    def _starts(self, new: list[Tp]) -> dict[Tp, int]:
+        """Where each new partition starts: its position (a restored task), else by the
+        strategy. Creates their offsets.
+
+        Raises:
+            KafkaException: the broker did not answer in time.
+        """
+        confluent = kafka()
+        starts: dict[Tp, int] = {}
+        unknown: list[Tp] = []
+        for tp in new:
+            state = self._parts.get(tp)
+            if state is not None and state.next_offset is not None:
+                starts[tp] = state.next_offset
+            else:
+                unknown.append(tp)
+        if not unknown:
+            return starts
+        found = self._consumer.committed(
+            [confluent.TopicPartition(t, p) for t, p in unknown], timeout=self._wait()
+        )
+        committed: dict[Tp, tuple[int, str | None]] = {
+            (entry.topic, entry.partition): (entry.offset, entry.metadata) for entry in found
+        }
+        to_end: list[Tp] = []
+        for tp in unknown:
+            offset, metadata = committed.get(tp, (-1, None))
+            start = start_of(self.first_poll_offset, offset, metadata, self._topology)
+            if isinstance(start, int):
+                starts[tp] = start
+                self._parts[tp] = PartitionOffsets(committed=start, next_offset=start)
+            elif start == END:
+                to_end.append(tp)
+            else:
+                starts[tp] = confluent.OFFSET_BEGINNING
+                self._parts[tp] = PartitionOffsets()
+        if to_end:
+            ends = self._ends(to_end)
+            for tp in to_end:
+                starts[tp] = ends[tp]
+                self._parts[tp] = PartitionOffsets(next_offset=ends[tp])
+        return starts
+
+    def _ends(self, partitions: Iterable[Tp]) -> dict[Tp, int]:
+        conf = self._client_conf()
+        return end_offsets(conf, partitions, self._wait())
+
+    def _check_ends(self) -> None:
+        """Restart the partitions whose end (from fetches) is behind the task's
+        position: their log was deleted and made again (a topic re-created)."""
+        consumer, confluent = self._consumer, kafka()
+        for tp in list(self._assigned):
+            state = self._parts.get(tp)
+            if state is None or state.next_offset is None:
+                continue
+            try:
+                _, high = consumer.get_watermark_offsets(
+                    confluent.TopicPartition(tp[0], tp[1]), cached=True
+                )
+            except confluent.KafkaException:
+                continue
+            if 0 <= high < state.next_offset:
+                self._restart_partition(
+                    tp, f"its end ({high}) is behind the spout's position ({state.next_offset})"
+                )
+        if self._vanished:
+            present = {tp[0] for tp in self._assigned}
+            for topic in sorted(self._vanished & present):
+                self._vanished.discard(topic)
+                self.collector.report_error(
+                    ConnectorError(
+                        f"{self._label}: topic {topic!r} exists again on "
+                        f"{self.bootstrap_servers}; reading it from {self._reset_name()} "
+                        f"(or the group's committed offsets)"
+                    )
+                )
+
+    def _restart_partition(self, tp: Tp, why: str) -> None:
+        """Start ``tp`` again at the strategy's reset point (its records in flight are
+        forgotten); reported."""
+        confluent = kafka()
+        self._forget(tp)
+        if self.first_poll_offset.endswith("latest"):
+            try:
+                start = self._ends([tp])[tp]
+            except confluent.KafkaException as error:
+                self._unreachable(one_line(error))
+                start = confluent.OFFSET_END
+            self._parts[tp] = PartitionOffsets(next_offset=max(start, 0))
+        else:
+            start = confluent.OFFSET_BEGINNING
+            self._parts[tp] = PartitionOffsets()
+        self._buffer = deque(
+            m for m in self._buffer if (m.topic(), m.partition()) != tp or m.error() is not None
+        )
+        try:
+            self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], start))
+        except confluent.KafkaException:
+            self._consumer.incremental_unassign([confluent.TopicPartition(tp[0], tp[1])])
+            self._consumer.incremental_assign([confluent.TopicPartition(tp[0], tp[1], start)])
+        self.collector.report_error(
+            ConnectorError(
+                f"{self._label}: partition {tp[0]}/{tp[1]}: {why}; reading it again from "
+                f"{self._reset_name()}"
+            )
+        )
+
+
+__all__ = ["SpoutPartitions"]
