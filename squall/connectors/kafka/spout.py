@@ -23,8 +23,10 @@ retry schedule, never the consumer or records read ahead; a restored task makes 
 consumer again and seeks each partition to its snapshot position.
 
 Reading: ``next_tuple`` emits at most one tuple, from a buffer it fills with one
-``consume`` (waiting at most ``poll_timeout_ms``); a record the translator skips is done
-at once and the next one is emitted in the same call.
+``consume`` of the records the client has fetched (it never waits for records: a
+worker of the local engine runs several tasks on one thread, and the engine calls an
+idle spout again soon); a record the translator skips is done at once and the next one
+is emitted in the same call.
 
 Failures: a broker that cannot be reached is reported through the collector
 (``KafkaSpout '<component>' cannot reach <servers>: ...``) with the connectors'
@@ -146,7 +148,9 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             commit_period_ms: milliseconds between commits.
             max_uncommitted_offsets: records emitted past a partition's committed
                 offset at most (``at_least_once``).
-            poll_timeout_ms: the longest a ``next_tuple`` waits for records.
+            poll_timeout_ms: the longest a ``next_tuple`` waits for the broker: the
+                confirmation of a commit with ``at_most_once``, a metadata request
+                while the broker is down (reading records never waits).
             retry: the back-off of failed records (default ``RetryBackoff()``).
             consumer_conf: more librdkafka consumer settings.
             partition_refresh_ms: milliseconds between two listings of the partitions.
@@ -297,7 +301,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     def next_tuple(self) -> None:
         """Emit one tuple: a failed record whose retry is due first, else the next
         record read (reading a batch when none is buffered). Runs the periodic work
-        (partitions, commits, metrics) when due. Waits at most ``poll_timeout_ms``."""
+        (partitions, commits, metrics) when due. Never waits for records."""
         now = time.monotonic()
         if now >= self._chores_at:
             self._chores(now)
@@ -456,7 +460,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     # --- reading ----------------------------------------------------------------------
 
     def _fill(self) -> None:
-        """Read a batch into the buffer (waiting at most ``poll_timeout_ms``)."""
+        """Read into the buffer what the client has fetched (never waiting)."""
         consumer = self._consumer
         if consumer is None:
             return
@@ -465,7 +469,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
                 self._commit_then_buffer()
             return
         try:
-            messages = consumer.consume(CONSUME_BATCH, self._poll_timeout)
+            messages = consumer.consume(CONSUME_BATCH, 0)
         except kafka().KafkaException as error:
             if self._outage.ready():
                 self._unreachable(one_line(error))
