@@ -194,8 +194,10 @@ def test_a_translator_maps_skips_and_routes_records() -> None:
         routed.read(Message(None, b"seven"))
 
 
-def test_a_malformed_record_goes_out_with_its_raw_bytes() -> None:
-    message = Message(b"k", b"{oops")
+def test_a_malformed_record_goes_out_with_its_bytes_as_text() -> None:
     error = MalformedRecordError("the value is not JSON")
-    assert error_values(message, error) == ["orders", 2, 17, b"k", b"{oops", str(error)]
+    message = Message(b"k", b"{oops")
+    assert error_values(message, error) == ["orders", 2, 17, "k", "{oops", str(error)]
+    binary = Message(None, b"caf\xc3\xa9 \xff")
+    assert error_values(binary, error) == ["orders", 2, 17, None, "café \\xff", str(error)]
     assert ERRORS_STREAM == "errors"

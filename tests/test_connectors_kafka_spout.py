@@ -344,7 +344,7 @@ def test_malformed_records_go_to_the_errors_stream_and_skipped_ones_are_done(
             0,
             1,
             None,
-            b"not json",
+            "not json",
             "the value is not JSON: Expecting value: line 1 column 1 (char 0)",
         ]
     ]

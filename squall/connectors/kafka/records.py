@@ -46,8 +46,8 @@ RECORD_FIELDS = ("topic", "partition", "offset", "key", "value")
 RECORD_ATTRIBUTES = ("topic", "partition", "offset", "key", "value", "timestamp", "headers")
 #: The stream a core spout emits malformed records on.
 ERRORS_STREAM = "errors"
-#: Its fields: where the record is, its raw key and value (bytes or None), and what is
-#: wrong.
+#: Its fields: where the record is, its key and value as text (see :func:`raw_text`), and
+#: what is wrong.
 ERROR_FIELDS = ("topic", "partition", "offset", "key", "value", "error")
 #: The formats of keys and values.
 FORMATS = ("str", "bytes", "json")
@@ -213,14 +213,23 @@ class RecordReader:
         return {DEFAULT_STREAM: self.fields}
 
 
+def raw_text(data: bytes | None) -> str | None:
+    """A malformed record's key or value as text for the errors stream, so any sink can
+    write it (a JSON file, a table): UTF-8, with bytes that are not UTF-8 as ``\\xNN``
+    escapes (``b"a\\xff"`` is ``"a\\\\xff"``); None stays None."""
+    if data is None:
+        return None
+    return data.decode("utf-8", errors="backslashreplace")
+
+
 def error_values(message: Any, error: BaseException) -> list[Any]:
     """The values of a malformed record's tuple on the errors stream."""
     return [
         message.topic(),
         message.partition(),
         message.offset(),
-        message.key(),
-        message.value(),
+        raw_text(message.key()),
+        raw_text(message.value()),
         str(error),
     ]
 
@@ -237,5 +246,6 @@ __all__ = [
     "Translator",
     "decode",
     "error_values",
+    "raw_text",
     "record_timestamp",
 ]
