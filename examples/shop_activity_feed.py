@@ -1,4 +1,4 @@
-"""Feeds the shop-activity example: user actions on a Redis stream.
+"""Feeds the shop-activity examples: user actions on a Redis stream, or on a Kafka topic.
 
 Each entry is one action ``<user_id, product_id, action, ts>`` (``ts`` in epoch
 milliseconds, event time), as a shop's front end would log it. The actions are made
@@ -18,11 +18,18 @@ Run it (``SHOP_REDIS_URL``, default ``redis://127.0.0.1:6379/0``, names the serv
 ``SHOP_STREAM``, default ``shop:actions``, the stream)::
 
     python examples/shop_activity_feed.py --actions 4000
+
+With ``--kafka`` it writes to a Kafka topic instead (``SHOP_KAFKA_BOOTSTRAP``, default
+``127.0.0.1:9092``; ``SHOP_TOPIC``, default ``shop-actions``, created with 3 partitions
+if missing): each action is a record keyed by its product, whose value is the JSON
+object ``{"user_id", "product_id", "action", "ts"}`` (``ts`` a number, or for a
+malformed action the text it has), for ``examples/shop_activity_kafka.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 from collections.abc import Iterator
@@ -98,11 +105,61 @@ def feed(url: str, stream: str, count: int, seed: int = 11) -> int:
     return written
 
 
+def action_record(action: Action) -> bytes:
+    """An action as a Kafka record's value: the JSON object of its fields, ``ts`` a
+    number when it is one."""
+    fields: dict[str, object] = dict(action.fields())
+    if action.ts.isdigit():
+        fields["ts"] = int(action.ts)
+    return json.dumps(fields).encode()
+
+
+def feed_kafka(bootstrap: str, topic: str, count: int, seed: int = 11, partitions: int = 3) -> int:
+    """Write the feed to ``topic`` (created with ``partitions`` partitions if missing) on
+    the Kafka broker at ``bootstrap``, keyed by product; the number of records written."""
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        try:
+            for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+                future.result(timeout=30)
+        except KafkaException as error:
+            if "TOPIC_ALREADY_EXISTS" not in str(error):
+                raise
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    failed: list[str] = []
+
+    def delivered(error: object, message: object) -> None:
+        if error is not None:
+            failed.append(str(error))
+
+    written = 0
+    for action in generate_actions(count, seed):
+        producer.produce(
+            topic, key=action.product_id, value=action_record(action), on_delivery=delivered
+        )
+        written += 1
+        if written % 1000 == 0:
+            producer.poll(0)
+    if producer.flush(60) or failed:
+        raise SystemExit(f"the broker did not take every record: {failed[:3]}")
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actions", type=int, default=4000, help="actions to write")
     parser.add_argument("--seed", type=int, default=11, help="seed of the generator")
+    parser.add_argument("--kafka", action="store_true", help="write to a Kafka topic")
     arguments = parser.parse_args()
+    if arguments.kafka:
+        bootstrap = os.environ.get("SHOP_KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+        topic = os.environ.get("SHOP_TOPIC", "shop-actions")
+        written = feed_kafka(bootstrap, topic, arguments.actions, arguments.seed)
+        print(f"wrote {written} records to {topic} on {bootstrap}")
+        return
     url = os.environ.get("SHOP_REDIS_URL", DEFAULT_REDIS_URL)
     stream = os.environ.get("SHOP_STREAM", DEFAULT_STREAM)
     written = feed(url, stream, arguments.actions, arguments.seed)
