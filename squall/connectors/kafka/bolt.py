@@ -18,7 +18,7 @@ larger than ``message.max.bytes``) is failed alone and reported.
 Where it runs: the bolt carries only options. Each task makes its own producer in
 ``prepare`` (a local engine worker thread; on Spark an executor's Python worker; the
 producer connects in the background). Delivery reports are served on the task's thread,
-by ``producer.poll(0)`` after every tuple and on a tick tuple every
+by ``producer.poll(0)`` after every :data:`SERVE_EVERY` tuples and on a tick tuple every
 :data:`TICK_SECS` (so the last tuples' acks never wait for more input), and by waiting
 for every record in flight at the end of each Spark micro-batch (trees complete within
 their micro-batch there), before a checkpoint of a topology with stateful bolts, and at
@@ -75,6 +75,9 @@ logger = logging.getLogger("squall")
 
 #: Seconds between the tick tuples that serve delivery reports while no tuple comes.
 TICK_SECS = 0.1
+#: Tuples handed to the producer between two servings of delivery reports (serving
+#: after every tuple cost a sixth of the bolt's time).
+SERVE_EVERY = 64
 #: Seconds clean-up waits for the records in flight.
 CLEANUP_WAIT_SECS = 5.0
 
@@ -206,8 +209,9 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
 
     def execute(self, tup: Tuple) -> None:
         """Hand the tuple's record to the producer (ack it at once with
-        ``fire_and_forget``), then serve the delivery reports that arrived. A tick
-        tuple only serves them. Runs once per input tuple, on the task's thread."""
+        ``fire_and_forget``); every :data:`SERVE_EVERY` records, serve the delivery
+        reports that arrived. A tick tuple only serves them. Runs once per input tuple,
+        on the task's thread."""
         producer = self._client()
         if is_tick_tuple(tup):
             self._serve(0)
@@ -221,7 +225,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             self._skip(tup)
             return
         record_id = self._next_id
-        self._next_id += 1
+        self._next_id = record_id + 1
         reported = None if self.fire_and_forget else tup
         self._pending[record_id] = reported
         try:
@@ -235,7 +239,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             self._report()
         if self.fire_and_forget:
             self.collector.ack(tup)
-        self._serve(0)
+        if record_id % SERVE_EVERY == 0:
+            self._serve(0)
 
     def _refuse(self, tup: Tuple, error: Exception) -> None:
         self._failed += 1
@@ -362,4 +367,4 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             self._producer = None
 
 
-__all__ = ["CLEANUP_WAIT_SECS", "TICK_SECS", "KafkaBolt"]
+__all__ = ["CLEANUP_WAIT_SECS", "SERVE_EVERY", "TICK_SECS", "KafkaBolt"]

@@ -16,6 +16,7 @@ record per partition; on such a broker, at most the last batch.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -55,6 +56,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     # failed and replayed (librdkafka's default waits 5 minutes).
     "message.timeout.ms": 30_000,
 }
+#: Where librdkafka's own log lines go (connection failures, ...), unless the client
+#: options give a ``logger`` of their own.
+CLIENT_LOG = logging.getLogger("squall.connectors.kafka")
 #: Settings whose values are secrets, hidden in errors and ``repr``.
 SECRET_OPTIONS = ("sasl.password", "ssl.key.password", "ssl.keystore.password")
 
@@ -79,6 +83,7 @@ def consumer_config(
 ) -> dict[str, Any]:
     """The settings of a consumer of ``group_id`` that commits only when told."""
     return {
+        "logger": CLIENT_LOG,
         **CONSUMER_DEFAULTS,
         **(conf or {}),
         "bootstrap.servers": bootstrap_servers,
@@ -90,7 +95,12 @@ def consumer_config(
 
 def producer_config(bootstrap_servers: str, conf: Mapping[str, Any] | None) -> dict[str, Any]:
     """The settings of a producer."""
-    return {**PRODUCER_DEFAULTS, **(conf or {}), "bootstrap.servers": bootstrap_servers}
+    return {
+        "logger": CLIENT_LOG,
+        **PRODUCER_DEFAULTS,
+        **(conf or {}),
+        "bootstrap.servers": bootstrap_servers,
+    }
 
 
 def redact_conf(conf: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -341,6 +351,7 @@ def is_unreachable(error: Any) -> bool:
 
 
 __all__ = [
+    "CLIENT_LOG",
     "CONSUMER_DEFAULTS",
     "CONSUMER_OWNED",
     "INSTALL_HINT",

@@ -43,7 +43,6 @@ and ``malformed``, ``replayed``, ``retries_exhausted``, ``in_flight``.
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -90,8 +89,6 @@ if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector
     from squall.runtime.context import TopologyContext
 
-#: Where librdkafka's log lines go.
-LOG = logging.getLogger("squall.connectors.kafka")
 #: Records one ``consume`` fetches at most.
 CONSUME_BATCH = 1000
 #: Seconds a metadata or offsets request may take (or ``poll_timeout_ms`` if longer).
@@ -635,10 +632,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     def _client_conf(self) -> dict[str, Any]:
         """The settings of the task's clients; librdkafka's log lines go to the
         ``squall.connectors.kafka`` logger unless ``consumer_conf`` gives a logger."""
-        return {
-            "logger": LOG,
-            **consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf),
-        }
+        return consumer_config(self.bootstrap_servers, self.group_id, self.consumer_conf)
 
     def _wait(self) -> float:
         """Seconds a metadata or offsets request may take: ``poll_timeout_ms`` while
