@@ -102,6 +102,25 @@ def decode(data: bytes | None, fmt: str, what: str) -> Any:
         raise MalformedRecordError(f"the {what} is not JSON: {error}") from None
 
 
+def _text(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MalformedRecordError(f"the {what} is not UTF-8 text: {error}") from None
+
+
+def _json(data: bytes, what: str) -> Any:
+    return decode(data, "json", what)
+
+
+#: The decoder of each format's non-None bytes (None: kept as they are).
+DECODERS: dict[str, Callable[[bytes, str], Any] | None] = {
+    "str": _text,
+    "bytes": None,
+    "json": _json,
+}
+
+
 def record_timestamp(message: Any) -> int | None:
     """A message's timestamp in milliseconds (None when the broker gave none)."""
     kind, value = message.timestamp()
@@ -131,6 +150,8 @@ class RecordReader:
         self.translator = translator
         self.routed = translator is not None and hasattr(translator, "output_fields")
         self.default_fields = self.fields == RECORD_FIELDS
+        self._key_decoder = DECODERS.get(key_format)
+        self._value_decoder = DECODERS.get(value_format)
 
     def read(self, message: Any) -> tuple[str, list[Any]] | None:
         """The ``(stream, values)`` of a message; None if the translator skips it.
@@ -138,8 +159,12 @@ class RecordReader:
         Raises:
             MalformedRecordError: see the module docstring.
         """
-        key = decode(message.key(), self.key_format, "key")
-        value = decode(message.value(), self.value_format, "value")
+        key = message.key()
+        if key is not None and self._key_decoder is not None:
+            key = self._key_decoder(key, "key")
+        value = message.value()
+        if value is not None and self._value_decoder is not None:
+            value = self._value_decoder(value, "value")
         translator = self.translator
         if translator is not None:
             return self._translate(translator, message, key, value)
@@ -235,6 +260,7 @@ def error_values(message: Any, error: BaseException) -> list[Any]:
 
 
 __all__ = [
+    "DECODERS",
     "ERRORS_STREAM",
     "ERROR_FIELDS",
     "FORMATS",

@@ -78,7 +78,7 @@ from squall.connectors.kafka.spoutoptions import (
     STRATEGIES,
     check_spout_options,
 )
-from squall.connectors.kafka.spoutpartitions import SpoutPartitions
+from squall.connectors.kafka.spoutpartitions import InFlight, SpoutPartitions
 from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
@@ -264,7 +264,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         self._parts: dict[Tp, PartitionOffsets] = {}
         #: The partitions assigned to the consumer.
         self._assigned: list[Tp] = []
-        self._in_flight: dict[MsgId, tuple[str, list[Any]]] = {}
+        #: Records emitted and not done: their stream, values and partition's offsets.
+        self._in_flight: dict[MsgId, InFlight] = {}
         self._retries = RetrySchedule(self.retry)
         self._replay: deque[MsgId] = deque()
         self._malformed = 0
@@ -315,11 +316,10 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def ack(self, msg_id: Any) -> None:
         """The record's tree completed: it is done (committed at the next commit)."""
-        if self._in_flight.pop(msg_id, None) is None:
+        item = self._in_flight.pop(msg_id, None)
+        if item is None:
             return
-        state = self._parts.get((msg_id[0], msg_id[1]))
-        if state is not None:
-            state.done(msg_id[2])
+        item[2].done(msg_id[2])
         if self._retries.failing:
             self._retries.done(msg_id)
 
@@ -334,11 +334,9 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             if due is not None and due < self._chores_at:
                 self._chores_at = due
             return
-        del self._in_flight[msg_id]
+        item = self._in_flight.pop(msg_id)
         self._exhausted += 1
-        state = self._parts.get((msg_id[0], msg_id[1]))
-        if state is not None:
-            state.done(msg_id[2])
+        item[2].done(msg_id[2])
         self.collector.report_error(
             ConnectorError(
                 f"{self._label}: record {msg_id[0]}/{msg_id[1]}@{msg_id[2]} failed "
@@ -390,7 +388,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             return False
         tp = (message.topic(), message.partition())
         state = self._parts.get(tp)
-        if state is None or tp in self._paused:
+        paused = self._paused
+        if state is None or (paused and tp in paused):
             return False
         offset = message.offset()
         start = state.next_offset
@@ -415,7 +414,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             stream, values = read
         if tracking:
             msg_id = (tp[0], tp[1], offset)
-            self._in_flight[msg_id] = (stream, values)
+            self._in_flight[msg_id] = (stream, values, state)
             state.emitted(offset)
             self.collector.emit(values, msg_id=msg_id, stream=stream)
         else:

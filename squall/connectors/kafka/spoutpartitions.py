@@ -31,6 +31,8 @@ from squall.connectors.outage import Outage
 
 Tp = tuple[str, int]
 MsgId = tuple[str, int, int]
+#: A record in flight: its stream, its values and its partition's offsets.
+InFlight = tuple[str, list[Any], PartitionOffsets]
 
 
 class SpoutPartitions:
@@ -53,7 +55,7 @@ class SpoutPartitions:
     _assigned: list[Tp]
     _vanished: set[str]
     _paused: set[Tp]
-    _in_flight: dict[MsgId, tuple[str, list[Any]]]
+    _in_flight: dict[MsgId, InFlight]
     _replay: deque[MsgId]
     _retries: RetrySchedule
     _buffer: deque[Any]
@@ -265,4 +267,4 @@ class SpoutPartitions:
         )
 
 
-__all__ = ["SpoutPartitions"]
+__all__ = ["InFlight", "SpoutPartitions"]
