@@ -501,3 +501,34 @@ def test_run_groups_errors_and_counts_throttled_ones(tmp_path: Path) -> None:
     ]
     assert 'flaky.py", line 21, in execute' in " ".join(output.split())  # may wrap at spaces
     assert "squall/local" not in output
+
+
+# --- the components' own metrics ----------------------------------------------------------
+
+
+def test_the_summary_and_the_live_view_show_the_components_own_metrics() -> None:
+    from squall.cli.display import live_view
+
+    info = realistic_info()
+    info.components["sentences"].custom.update(
+        {
+            "orders/partition_1/spoutLag": 0,
+            "orders/partition_0/spoutLag": 12_345,
+            "orders/totalSpoutLag": 12_345,
+        }
+    )
+    info.components["count"].custom["late_tuples"] = 2.5
+    for view in (summary_view(info, ORDER), live_view(info, ORDER)):
+        output = render(view, 120)
+        rows = [  # a component's id on its first row only
+            " ".join(line.strip("│ ").split())
+            for line in output.split("components' own metrics")[1].splitlines()
+            if "│" in line
+        ]
+        assert [row.replace("│", "|") for row in rows] == [
+            "sentences | orders/partition_0/spoutLag | 12,345",
+            "orders/partition_1/spoutLag | 0",
+            "orders/totalSpoutLag | 12,345",
+            "count | late_tuples | 2.5",
+        ]
+    assert "components' own metrics" not in render(summary_view(realistic_info(), ORDER), 120)

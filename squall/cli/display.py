@@ -19,7 +19,7 @@ from rich.text import Text
 
 from squall.cli.errors_view import errors_view
 from squall.cli.fitting import FitColumn, fitted_table, pairs_grid
-from squall.cli.formats import count, fraction, milliseconds, plural, task_ranges
+from squall.cli.formats import count, figure, fraction, milliseconds, plural, task_ranges
 from squall.model.topology import ComponentSpec, StormTopology
 from squall.runtime.acker import ACKER_COMPONENT
 from squall.runtime.metrics import ComponentStats, TopologyInfo
@@ -186,12 +186,48 @@ def metrics_table(
     return MetricsView(info, title or f"topology {info.name!r}", order)
 
 
+def own_metrics_table(info: TopologyInfo, order: list[str] | None = None) -> Table | None:
+    """The components' own metrics (``custom``: a Kafka spout's offsets and lag per
+    partition, a windowed bolt's late tuples ...), one row per component and metric in
+    ``order`` then by name; None when no component has any."""
+    rows = [
+        (stats.component_id, name, stats.custom[name])
+        for stats in _ordered(info, order)
+        for name in sorted(stats.custom)
+    ]
+    if not rows:
+        return None
+    table = Table(title="components' own metrics", title_justify="left")
+    table.add_column("component", no_wrap=True)
+    table.add_column("metric", overflow="fold")
+    table.add_column("value", justify="right", no_wrap=True)
+    previous = None
+    for component, name, value in rows:
+        table.add_row(component if component != previous else "", name, figure(value))
+        previous = component
+    return table
+
+
+def live_view(info: TopologyInfo, order: list[str] | None = None) -> RenderableType:
+    """What ``squall run`` shows while a topology runs: the metrics table, then the
+    components' own metrics (if any)."""
+    table = metrics_table(info, order=order)
+    own = own_metrics_table(info, order)
+    return table if own is None else Group(table, own)
+
+
 def summary_view(info: TopologyInfo, order: list[str] | None = None) -> RenderableType:
-    """The final metrics table, then the most recent errors grouped, then a closing line
-    (``877 errors in 2 components``, or ``no errors``)."""
+    """The final metrics table, the components' own metrics (if any), then the most
+    recent errors grouped, then a closing line (``877 errors in 2 components``, or
+    ``no errors``)."""
     table = metrics_table(info, f"topology {info.name!r}: final metrics", order)
+    own = own_metrics_table(info, order)
     errors = errors_view(info)
-    return Group(table, errors if errors is not None else Text("no errors"))
+    parts: list[RenderableType] = [table]
+    if own is not None:
+        parts.append(own)
+    parts.append(errors if errors is not None else Text("no errors"))
+    return Group(*parts)
 
 
 def _streams(spec: ComponentSpec) -> str:

@@ -21,6 +21,14 @@ def milliseconds(value: float) -> str:
     return f"{value:,.3f}" if value else "-"
 
 
+def figure(value: float) -> str:
+    """A metric of a component's own: a whole number with thousands separators, else
+    up to three decimals: ``12345`` gives ``"12,345"``, ``0.25`` gives ``"0.25"``."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.3f}".rstrip("0")
+
+
 def fraction(value: float) -> str:
     """A fraction such as a capacity, with three decimals: ``0.734``."""
     return f"{value:.3f}"

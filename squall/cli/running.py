@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.logging import RichHandler
 
-from squall.cli.display import metrics_table
+from squall.cli.display import live_view
 from squall.model.config import ConfigWarning
 from squall.model.errors import SquallError
 from squall.model.topology import StormTopology
@@ -217,14 +217,14 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console, s
                     return
             return
         order = cluster.get_topology(name).component_ids()
-        table = metrics_table(seen.info, order=order)
+        table = live_view(seen.info, order=order)
         with Live(table, console=console, auto_refresh=False, transient=True) as view:
             while remaining() > 0:
                 idle = wait(options.refresh_secs)
                 info = look()
                 if info is None:
                     return
-                view.update(metrics_table(info, order=order), refresh=True)
+                view.update(live_view(info, order=order), refresh=True)
                 if idle or failed(info):
                     return
     except SquallError:
