@@ -226,6 +226,35 @@ def test_a_topic_created_while_running_is_read(kafka_broker: KafkaBroker, kind: 
     assert sorted(recorder.seen()) == sorted(expected)
 
 
+def test_a_partition_added_while_running_is_read(kafka_broker: KafkaBroker) -> None:
+    """Apache Kafka adds partitions to a topic (CreatePartitions); a broker without it
+    (Tansu 0.6) skips the test: a topic created while running covers the same refresh."""
+    import confluent_kafka.admin
+
+    topic, group = kafka_broker.create_topic(unique_name("grown"), 1), unique_name("group")
+    kafka_broker.produce(topic, values(3), partition=0)
+    recorder = Recorder()
+    spout = KafkaSpout(kafka_broker.bootstrap, topic, group, **FAST)  # type: ignore[arg-type]
+    with LocalCluster() as cluster:
+        cluster.submit_topology("grown", {}, topology(spout, recorder))
+        wait_until(lambda: len(recorder.seen()) >= 3, timeout=10.0)
+        admin = kafka_broker.admin()
+        grown = admin.create_partitions([confluent_kafka.admin.NewPartitions(topic, 2)])
+        try:
+            grown[topic].result(timeout=30)
+        except confluent_kafka.KafkaException as error:
+            cluster.kill_topology("grown")
+            if error.args[0].code() == confluent_kafka.KafkaError._UNSUPPORTED_FEATURE:
+                pytest.skip(f"the broker cannot add partitions: {error}")
+            raise
+        kafka_broker.produce(topic, values(4, prefix="new"), partition=1)
+        wait_until(lambda: len(recorder.seen()) >= 7, timeout=20.0)
+        wait_until(lambda: kafka_broker.committed(group, topic, 2) == [3, 4], timeout=10.0)
+        cluster.kill_topology("grown")
+    expected = records(topic, values(3)) + records(topic, values(4, prefix="new"), partition=1)
+    assert sorted(recorder.seen()) == sorted(expected)
+
+
 def commit_offset(broker: KafkaBroker, group: str, topic: str, offset: int) -> None:
     """Commit ``offset`` for ``group`` on partition 0, as another program would."""
     import confluent_kafka
