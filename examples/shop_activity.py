@@ -147,25 +147,11 @@ def expected_counts(
     return dict(counts)
 
 
-def build_topology() -> StormTopology:
-    """actions -> checked -> activity (fields on product_id) -> table; late and errors
-    streams to files."""
-    redis_url = os.environ.get("SHOP_REDIS_URL", DEFAULT_REDIS_URL)
-    stream = os.environ.get("SHOP_STREAM", DEFAULT_STREAM)
-    dsn = os.environ.get("SHOP_POSTGRES_DSN", DEFAULT_POSTGRES_DSN)
-    output = os.path.abspath(os.environ.get("SHOP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR))
-    builder = TopologyBuilder()
-    builder.set_spout(
-        "actions",
-        RedisStreamSpout(
-            redis_url,
-            stream,
-            GROUP,
-            fields=("user_id", "product_id", "action", "ts"),
-            decode={"ts": int},
-        ),
-    )
-    builder.set_bolt("checked", CheckedActions(), 2).shuffle_grouping("actions")
+def add_activity(builder: TopologyBuilder, source: str, dsn: str, output: str) -> None:
+    """Add what follows the spout ``source`` (its default stream: the actions; its
+    ``errors`` stream: malformed input): ``checked``, ``activity``, ``table``, and the
+    ``late_actions``, ``late`` and ``errors`` files."""
+    builder.set_bolt("checked", CheckedActions(), 2).shuffle_grouping(source)
     window = (
         ProductActivity()
         .with_window(WINDOW, SLIDE)
@@ -185,7 +171,26 @@ def build_topology() -> StormTopology:
     builder.set_bolt("table", table, 2).shuffle_grouping("activity")
     builder.set_bolt("late_actions", LateActions()).shuffle_grouping("activity", "late")
     builder.set_bolt("late", FileBolt(output, prefix="late")).shuffle_grouping("late_actions")
-    builder.set_bolt("errors", FileBolt(output, prefix="errors")).shuffle_grouping(
-        "actions", "errors"
+    builder.set_bolt("errors", FileBolt(output, prefix="errors")).shuffle_grouping(source, "errors")
+
+
+def build_topology() -> StormTopology:
+    """actions -> checked -> activity (fields on product_id) -> table; late and errors
+    streams to files."""
+    redis_url = os.environ.get("SHOP_REDIS_URL", DEFAULT_REDIS_URL)
+    stream = os.environ.get("SHOP_STREAM", DEFAULT_STREAM)
+    dsn = os.environ.get("SHOP_POSTGRES_DSN", DEFAULT_POSTGRES_DSN)
+    output = os.path.abspath(os.environ.get("SHOP_OUTPUT_DIR", DEFAULT_OUTPUT_DIR))
+    builder = TopologyBuilder()
+    builder.set_spout(
+        "actions",
+        RedisStreamSpout(
+            redis_url,
+            stream,
+            GROUP,
+            fields=("user_id", "product_id", "action", "ts"),
+            decode={"ts": int},
+        ),
     )
+    add_activity(builder, "actions", dsn, output)
     return builder.create_topology()

@@ -41,24 +41,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from shop_activity import (
-    CREATE_TABLE,
-    DEFAULT_OUTPUT_DIR,
-    DEFAULT_POSTGRES_DSN,
-    GROUP,
-    LAG,
-    SLIDE,
-    TABLE,
-    WINDOW,
-    CheckedActions,
-    LateActions,
-    ProductActivity,
-)
+from shop_activity import DEFAULT_OUTPUT_DIR, DEFAULT_POSTGRES_DSN, GROUP, add_activity
 
 from squall import StormTopology, TopologyBuilder
-from squall.connectors.files import FileBolt
 from squall.connectors.kafka import KafkaBolt, KafkaRecord, KafkaSpout
-from squall.connectors.postgres import PostgresInsertBolt
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_TOPIC = "shop-actions"
@@ -105,31 +91,9 @@ def build_topology() -> StormTopology:
             commit_period_ms=1000,
         ),
     )
-    builder.set_bolt("checked", CheckedActions(), 2).shuffle_grouping("actions")
-    window = (
-        ProductActivity()
-        .with_window(WINDOW, SLIDE)
-        .with_timestamp_field("ts")
-        .with_lag(LAG)
-        .with_late_tuple_stream("late")
-    )
-    builder.set_bolt("activity", window, 2).fields_grouping("checked", ["product_id"])
-    table = PostgresInsertBolt(
-        dsn,
-        TABLE,
-        ["window_start", "window_end", "product_id", "actions"],
-        on_conflict="update",
-        conflict_columns=["window_end", "product_id"],
-        init_sql=CREATE_TABLE,
-    )
-    builder.set_bolt("table", table, 2).shuffle_grouping("activity")
+    add_activity(builder, "actions", dsn, output)
     published = KafkaBolt(
         bootstrap, results, key_field="product_id", value_field=None, value_format="json"
     )
     builder.set_bolt("published", published).shuffle_grouping("activity")
-    builder.set_bolt("late_actions", LateActions()).shuffle_grouping("activity", "late")
-    builder.set_bolt("late", FileBolt(output, prefix="late")).shuffle_grouping("late_actions")
-    builder.set_bolt("errors", FileBolt(output, prefix="errors")).shuffle_grouping(
-        "actions", "errors"
-    )
     return builder.create_topology()
