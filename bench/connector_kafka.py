@@ -20,6 +20,11 @@ memory, on a free loopback port) and measures, alternating each pair ``runs`` ti
 * ``bare produce``: a plain loop of ``produce()`` with a delivery callback counting the
   confirmations, ``poll(0)`` every 1,000 records, then ``flush()``.
 
+* ``engine``: for reference, what the engine itself does with the same tuples and no
+  Kafka: the spout of ``bolt`` -> a counting bolt, with acking on (a message id per
+  tuple, ``engine_acking``: the most any reliable spout can reach) and off
+  (``engine_no_acking``).
+
 Each figure is records per second, the median of ``runs`` runs; targets: ``spout`` >=
 0.6x ``bare consume`` and ``bolt`` >= 0.6x ``bare produce``.
 
@@ -253,6 +258,39 @@ def run_bolt(bootstrap: str, topic: str, records: int, reliable: bool) -> float:
     return records / elapsed
 
 
+class CountUsers(BasicBolt):
+    """Counts its tuples."""
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.count = 0
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.count += 1
+
+
+def run_engine(records: int, reliable: bool) -> float:
+    """Records per second of the spout of :func:`run_bolt` -> a counting bolt."""
+    builder = TopologyBuilder()
+    builder.set_spout("users", Users(records, reliable))
+    builder.set_bolt("count", CountUsers()).shuffle_grouping("users")
+    conf = Config().set_num_workers(1).set_num_ackers(1 if reliable else 0)
+    with LocalCluster() as cluster:
+        started = time.perf_counter()
+        cluster.submit_topology("engine-bench", conf, builder.create_topology())
+        running = cluster.get_running("engine-bench")
+        spout_task = running.runners[running.plan.component_tasks["users"][0]]
+        bolt_task = running.runners[running.plan.component_tasks["count"][0]]
+        if reliable:
+            while spout_task.component.acked < records:  # type: ignore[attr-defined]
+                time.sleep(0.005)
+        else:
+            while bolt_task.component.count < records:  # type: ignore[attr-defined]
+                time.sleep(0.005)
+        elapsed = time.perf_counter() - started
+        cluster.kill_topology("engine-bench")
+    return records / elapsed
+
+
 def run_bare_produce(bootstrap: str, topic: str, records: int) -> float:
     """Records per second of a plain produce loop counting its confirmations."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
@@ -294,6 +332,8 @@ def measure(runs: int = 3, records: int = RECORDS) -> dict[str, Any]:
             "bolt_acking": [],
             "bolt_no_acking": [],
             "bare_produce": [],
+            "engine_acking": [],
+            "engine_no_acking": [],
         }
         for _ in range(runs):
             figures["bare_consume"].append(
@@ -310,6 +350,8 @@ def measure(runs: int = 3, records: int = RECORDS) -> dict[str, Any]:
                 topic = f"bench-sink-{next(names)}"
                 broker.create_topic(topic)
                 figures[part].append(run(topic))
+            figures["engine_acking"].append(run_engine(records, True))
+            figures["engine_no_acking"].append(run_engine(records, False))
     finally:
         broker.stop()
     medians = {part: statistics.median(values) for part, values in figures.items()}
@@ -320,6 +362,7 @@ def measure(runs: int = 3, records: int = RECORDS) -> dict[str, Any]:
         "spout_ratio": round(medians["spout"] / medians["bare_consume"], 2),
         "bolt_acking_ratio": round(medians["bolt_acking"] / medians["bare_produce"], 2),
         "bolt_no_acking_ratio": round(medians["bolt_no_acking"] / medians["bare_produce"], 2),
+        "engine_acking_ratio": round(medians["engine_acking"] / medians["bare_consume"], 2),
         "target_ratio": 0.6,
         **{f"{part}_runs": [round(value) for value in values] for part, values in figures.items()},
     }
