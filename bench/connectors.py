@@ -6,8 +6,11 @@
   topology into ``SqliteMapState`` (reported).
 * ``files``: ``FileSpout`` -> a counting bolt, acking on, against a bare loop reading
   the same files line by line (reported).
+* ``kafka``: ``KafkaSpout`` and ``KafkaBolt`` against bare confluent-kafka consume and
+  produce loops (target >= 0.6x each; see ``connector_kafka.py``).
 
-Each part starts the servers it needs (Debian's ``redis-server`` and PostgreSQL) on free
+Each part starts the servers it needs (Debian's ``redis-server``, PostgreSQL, a Tansu
+broker) on free
 loopback ports in temporary directories. Figures are medians of ``--runs`` runs.
 
     python bench/connectors.py --json
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import connector_files
+import connector_kafka
 import connector_postgres
 import connector_redis
 
@@ -33,6 +37,7 @@ PARTS: dict[str, Callable[[int], dict[str, Any]]] = {
     "redis": connector_redis.measure,
     "postgres": connector_postgres.measure,
     "files": connector_files.measure,
+    "kafka": connector_kafka.measure,
 }
 
 
