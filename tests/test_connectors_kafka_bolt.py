@@ -478,6 +478,7 @@ def selector(tup: Any) -> str:
         ),
         ({"value_format": "avro"}, "value_format must be one of 'str', 'bytes', 'json'"),
         ({"fire_and_forget": "yes"}, "fire_and_forget must be True or False, got 'yes'"),
+        ({"tick_secs": 0}, "tick_secs must be a number > 0, got 0"),
         ({"producer_conf": "acks=all"}, "producer_conf must be a dict of client options"),
         (
             {"producer_conf": {"bootstrap.servers": "x:1"}},
@@ -530,3 +531,12 @@ def test_without_a_value_field_the_value_is_the_whole_tuple_as_json() -> None:
         b"p-1",
         b'{"window_end": 1000, "product": "p-1", "actions": 3}',
     )
+
+
+def test_the_bolt_asks_for_ticks_of_its_period_or_none() -> None:
+    from squall import Config
+
+    ticks = Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS
+    assert KafkaBolt("b:1", "out").get_component_configuration() == {ticks: 0.1}
+    assert KafkaBolt("b:1", "out", tick_secs=2.5).get_component_configuration() == {ticks: 2.5}
+    assert KafkaBolt("b:1", "out", tick_secs=None).get_component_configuration() is None

@@ -19,7 +19,8 @@ Where it runs: the bolt carries only options. Each task makes its own producer i
 ``prepare`` (a local engine worker thread; on Spark an executor's Python worker; the
 producer connects in the background). Delivery reports are served on the task's thread,
 by ``producer.poll(0)`` after every :data:`SERVE_EVERY` tuples and on a tick tuple every
-:data:`TICK_SECS` (so the last tuples' acks never wait for more input), and by waiting
+``tick_secs`` (:data:`TICK_SECS` by default, so the last tuples' acks never wait for
+more input), and by waiting
 for every record in flight at the end of each Spark micro-batch (trees complete within
 their micro-batch there), before a checkpoint of a topology with stateful bolts, and at
 clean-up (at most :data:`CLEANUP_WAIT_SECS`). A full producer queue (``BufferError``)
@@ -101,6 +102,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         value_format: str = "str",
         producer_conf: dict[str, Any] | None = None,
         fire_and_forget: bool = False,
+        tick_secs: float | None = TICK_SECS,
     ) -> None:
         """Keep the options; they are checked when the topology is submitted.
 
@@ -118,6 +120,11 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
                 ``bootstrap.servers`` and the delivery report settings are the bolt's.
             fire_and_forget: ack each tuple once its record is handed to the producer,
                 without waiting for the broker (records that fail are lost).
+            tick_secs: the period of the tick tuples that serve delivery reports while
+                no tuple comes; None: no ticks (the last tuples' acks then wait for the
+                next tuple, the end of a Spark micro-batch or the clean-up). On Spark,
+                where every micro-batch ends by waiting for its records, None spares an
+                idle topology the empty micro-batches that ticks cause.
         """
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
@@ -128,6 +135,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             dict(producer_conf) if isinstance(producer_conf, Mapping) else producer_conf
         )
         self.fire_and_forget = fire_and_forget
+        self.tick_secs = tick_secs
 
     def __repr__(self) -> str:
         topic = self.topic if isinstance(self.topic, str) else "<selector>"
@@ -162,6 +170,8 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
             raise checker.fail(
                 f"fire_and_forget must be True or False, got {self.fire_and_forget!r}"
             )
+        if self.tick_secs is not None:
+            checker.positive_number("tick_secs", self.tick_secs)
 
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
         """Check the options where the topology is submitted.
@@ -177,8 +187,12 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         """No output streams."""
 
     def get_component_configuration(self) -> dict[str, Any] | None:
-        """Tick tuples every :data:`TICK_SECS` (they serve delivery reports)."""
-        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: TICK_SECS}
+        """Tick tuples every ``tick_secs`` (they serve delivery reports); none with
+        ``tick_secs=None``."""
+        tick_secs = getattr(self, "tick_secs", TICK_SECS)
+        if tick_secs is None:
+            return None
+        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: tick_secs}
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
