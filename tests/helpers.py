@@ -67,14 +67,19 @@ class HoldingBolt(Bolt):
 
 
 def table_row(output: str, component: str) -> dict[str, str]:
-    """The cells of ``component``'s row in the last metrics table of ``output``."""
+    """The cells of ``component``'s row in the last table of ``output`` with a row per
+    component (not in the table of the components' own metrics that may follow a
+    metrics table)."""
     header: list[str] = []
     row: list[str] = []
+    in_metrics = False
     for line in output.splitlines():
         cells = [cell.strip() for cell in re.split(r"[│┃]", line)[1:-1]]
         if cells and cells[0] == "component":
-            header = cells
-        elif cells and cells[0] == component:
+            in_metrics = cells[1:2] != ["metric"]
+            if in_metrics:
+                header = cells
+        elif in_metrics and cells and cells[0] == component:
             row = cells
     assert header and row, f"no row for {component!r} in:\n{output}"
     return {name: value.replace(",", "") for name, value in zip(header, row, strict=True)}

@@ -511,3 +511,23 @@ def test_killing_the_topology_commits_what_is_done(kafka_broker: KafkaBroker) ->
         assert kafka_broker.committed(group, topic, 1) == [-1001]
         cluster.kill_topology("last")
     assert kafka_broker.committed(group, topic, 1) == [5]
+
+
+def test_a_topology_is_not_idle_while_its_spout_has_records_to_read(
+    kafka_broker: KafkaBroker,
+) -> None:
+    """Idle (what ``squall run --until-idle`` waits for) means every record was read
+    and processed: a spout whose client has not fetched the records yet is not idle.
+    The broker is asked to hold fetches for up to a second (its client's first fetch
+    then comes late, as on a busy machine)."""
+    topic, group = kafka_broker.create_topic(unique_name("idle"), 2), unique_name("group")
+    kafka_broker.produce(topic, values(40), partition=[i % 2 for i in range(40)])
+    recorder = Recorder()
+    slow = {"fetch.min.bytes": 10_000_000, "fetch.wait.max.ms": 1000}
+    spout = KafkaSpout(kafka_broker.bootstrap, topic, group, consumer_conf=slow)
+    with LocalCluster() as cluster:
+        cluster.submit_topology("idle", {}, topology(spout, recorder))
+        assert cluster.wait_idle("idle", timeout_secs=30.0)
+        seen = len(recorder.seen())
+        cluster.kill_topology("idle")
+    assert seen == 40

@@ -99,6 +99,7 @@ def test_the_documented_commands_fill_the_table_with_exact_window_counts(
     assert len(errors) == len(_malformed(feed))
 
 
+@pytest.mark.timeout(TIMEOUT_SECS + 60)  # a Spark run on a busy machine takes minutes
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_the_kafka_example_fills_the_table_and_the_results_topic_with_exact_counts(
     engine: str,

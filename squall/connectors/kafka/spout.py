@@ -23,10 +23,13 @@ retry schedule, never the consumer or records read ahead; a restored task makes 
 consumer again and seeks each partition to its snapshot position.
 
 Reading: ``next_tuple`` emits at most one tuple, from a buffer it fills with one
-``consume`` of the records the client has fetched (it never waits for records: a
-worker of the local engine runs several tasks on one thread, and the engine calls an
-idle spout again soon); a record the translator skips is done at once and the next one
-is emitted in the same call.
+``consume`` of the records the client has fetched. It waits only for records it knows
+are coming (a partition that has not answered its first fetch, or whose high watermark
+is past the task's position), at most :data:`BEHIND_WAIT_SECONDS`: a worker of the
+local engine runs several tasks on one thread, so a spout that waited for new records
+would hold up the bolts beside it, while one that returned empty-handed with records
+on their way would look idle (``squall run --until-idle`` would stop). A record the
+translator skips is done at once and the next one is emitted in the same call.
 
 Failures: a broker that cannot be reached is reported through the collector
 (``KafkaSpout '<component>' cannot reach <servers>: ...``) with the connectors'
@@ -89,6 +92,11 @@ if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector
     from squall.runtime.context import TopologyContext
 
+#: The longest ``next_tuple`` waits for records the task knows are coming (a
+#: partition's first fetch, records past its position): seconds, in slices of
+#: :data:`BEHIND_SLICE_SECONDS`.
+BEHIND_WAIT_SECONDS = 5.0
+BEHIND_SLICE_SECONDS = 0.05
 #: Records one ``consume`` fetches at most.
 CONSUME_BATCH = 1000
 #: Seconds a metadata or offsets request may take (or ``poll_timeout_ms`` if longer).
@@ -147,7 +155,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
                 offset at most (``at_least_once``).
             poll_timeout_ms: the longest a ``next_tuple`` waits for the broker: the
                 confirmation of a commit with ``at_most_once``, a metadata request
-                while the broker is down (reading records never waits).
+                while the broker is down (see the module docstring for reading).
             retry: the back-off of failed records (default ``RetryBackoff()``).
             consumer_conf: more librdkafka consumer settings.
             partition_refresh_ms: milliseconds between two listings of the partitions.
@@ -299,7 +307,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     def next_tuple(self) -> None:
         """Emit one tuple: a failed record whose retry is due first, else the next
         record read (reading a batch when none is buffered). Runs the periodic work
-        (partitions, commits, metrics) when due. Never waits for records."""
+        (partitions, commits, metrics) when due. Waits only for records it knows are
+        coming (see the module docstring)."""
         now = time.monotonic()
         if now >= self._chores_at:
             self._chores(now)
@@ -456,7 +465,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     # --- reading ----------------------------------------------------------------------
 
     def _fill(self) -> None:
-        """Read into the buffer what the client has fetched (never waiting)."""
+        """Read into the buffer what the client has fetched, waiting only for records
+        known to be coming."""
         consumer = self._consumer
         if consumer is None:
             return
@@ -466,6 +476,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             return
         try:
             messages = consumer.consume(CONSUME_BATCH, 0)
+            if not messages and self._behind():
+                messages = self._await_records(consumer)
         except kafka().KafkaException as error:
             if self._outage.ready():
                 self._unreachable(one_line(error))
@@ -484,6 +496,43 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             self._commit_then_buffer()
         else:
             self._buffer.extend(messages)
+
+    def _behind(self) -> bool:
+        """Whether a partition this task reads holds records its client has not handed
+        over yet (by the high watermark of its last fetch), or has not answered a fetch
+        yet. Never while the broker cannot be reached."""
+        consumer = self._consumer
+        if consumer is None or self._outage.failures:
+            return False
+        confluent = kafka()
+        for tp in self._assigned:
+            state = self._parts.get(tp)
+            if state is None or tp in self._paused:
+                continue
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    confluent.TopicPartition(tp[0], tp[1]), cached=True
+                )
+            except confluent.KafkaException:
+                continue
+            if high is None or high < 0:
+                return True
+            position = state.next_offset if state.next_offset is not None else max(low, 0)
+            if high > position:
+                return True
+        return False
+
+    def _await_records(self, consumer: Any) -> list[Any]:
+        """Wait (at most :data:`BEHIND_WAIT_SECONDS`) for records the task knows are
+        coming: an engine sees a spout that emits nothing as idle, and ``squall run
+        --until-idle`` would stop before they are read."""
+        deadline = time.monotonic() + BEHIND_WAIT_SECONDS
+        messages: list[Any] = []
+        while not messages and time.monotonic() < deadline:
+            messages = consumer.consume(CONSUME_BATCH, BEHIND_SLICE_SECONDS)
+            if not messages and not self._behind():
+                break
+        return messages
 
     def _commit_then_buffer(self) -> None:
         """``at_most_once``: commit the offsets after the records read and, once the
