@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -45,7 +46,7 @@ def _client_modules() -> Any:
     return confluent_kafka
 
 
-class KafkaBroker:
+class KafkaBroker(ABC):
     """What the tests need of a broker: its address, and the plain-client helpers."""
 
     #: Whether :meth:`stop` and :meth:`start` keep the topics (durable storage).
@@ -54,9 +55,9 @@ class KafkaBroker:
     restartable = False
 
     @property
+    @abstractmethod
     def bootstrap(self) -> str:
         """``host:port`` of the broker."""
-        raise NotImplementedError
 
     def start(self) -> KafkaBroker:
         """Start the broker (again, on the same port)."""

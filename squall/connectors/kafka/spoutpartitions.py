@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.connectors.errors import ConnectorError
 from squall.connectors.kafka.assignment import task_partitions
@@ -63,23 +63,20 @@ class SpoutPartitions:
     _outage: Outage
     _refresh_at: float
 
-    def _ensure_consumer(self) -> Any:
-        raise NotImplementedError
+    # Methods the spout provides, declared for the type checker only.
+    if TYPE_CHECKING:
 
-    def _unreachable(self, cause: Any) -> None:
-        raise NotImplementedError
+        def _ensure_consumer(self) -> Any: ...
 
-    def _report_once(self, text: str) -> None:
-        raise NotImplementedError
+        def _unreachable(self, cause: Any) -> None: ...
 
-    def _commit_partitions(self, partitions: Iterable[Tp], wait: bool) -> None:
-        raise NotImplementedError
+        def _report_once(self, text: str) -> None: ...
 
-    def _client_conf(self) -> dict[str, Any]:
-        raise NotImplementedError
+        def _commit_partitions(self, partitions: Iterable[Tp], wait: bool) -> None: ...
 
-    def _wait(self) -> float:
-        raise NotImplementedError
+        def _client_conf(self) -> dict[str, Any]: ...
+
+        def _wait(self) -> float: ...
 
     def _refresh(self, now: float) -> None:
         """List the partitions; take the new ones of this task (positioned by the
