@@ -233,31 +233,6 @@ class Users(Spout):
         self.acked += 1
 
 
-def run_bolt(bootstrap: str, topic: str, records: int, reliable: bool) -> float:
-    """Records per second of a spout -> KafkaBolt until every record is confirmed."""
-    builder = TopologyBuilder()
-    builder.set_spout("users", Users(records, reliable))
-    builder.set_bolt("kafka", KafkaBolt(bootstrap, topic, value_field="user")).shuffle_grouping(
-        "users"
-    )
-    conf = Config().set_num_workers(1).set_num_ackers(1 if reliable else 0)
-    with LocalCluster() as cluster:
-        started = time.perf_counter()
-        cluster.submit_topology("kafka-bench", conf, builder.create_topology())
-        running = cluster.get_running("kafka-bench")
-        spout_task = running.runners[running.plan.component_tasks["users"][0]]
-        bolt_task = running.runners[running.plan.component_tasks["kafka"][0]]
-        if reliable:
-            while spout_task.component.acked < records:  # type: ignore[attr-defined]
-                time.sleep(0.005)
-        else:
-            while bolt_task.component.metrics()["delivered"] < records:  # type: ignore[attr-defined]
-                time.sleep(0.005)
-        elapsed = time.perf_counter() - started
-        cluster.kill_topology("kafka-bench")
-    return records / elapsed
-
-
 class CountUsers(BasicBolt):
     """Counts its tuples."""
 
@@ -267,28 +242,42 @@ class CountUsers(BasicBolt):
     def execute(self, tup: Any, collector: Any) -> None:
         self.count += 1
 
+    def metrics(self) -> dict[str, float]:
+        return {"delivered": self.count}
 
-def run_engine(records: int, reliable: bool) -> float:
-    """Records per second of the spout of :func:`run_bolt` -> a counting bolt."""
+
+def run_users(sink: Any, records: int, reliable: bool) -> float:
+    """Records per second of a :class:`Users` spout -> ``sink`` until the spout has
+    every ack (``reliable``) or the sink's ``delivered`` metric counts every record."""
     builder = TopologyBuilder()
     builder.set_spout("users", Users(records, reliable))
-    builder.set_bolt("count", CountUsers()).shuffle_grouping("users")
+    builder.set_bolt("sink", sink).shuffle_grouping("users")
     conf = Config().set_num_workers(1).set_num_ackers(1 if reliable else 0)
     with LocalCluster() as cluster:
         started = time.perf_counter()
-        cluster.submit_topology("engine-bench", conf, builder.create_topology())
-        running = cluster.get_running("engine-bench")
-        spout_task = running.runners[running.plan.component_tasks["users"][0]]
-        bolt_task = running.runners[running.plan.component_tasks["count"][0]]
+        cluster.submit_topology("users-bench", conf, builder.create_topology())
+        running = cluster.get_running("users-bench")
+        spout = running.runners[running.plan.component_tasks["users"][0]].component
+        bolt = running.runners[running.plan.component_tasks["sink"][0]].component
         if reliable:
-            while spout_task.component.acked < records:  # type: ignore[attr-defined]
+            while spout.acked < records:  # type: ignore[attr-defined]
                 time.sleep(0.005)
         else:
-            while bolt_task.component.count < records:  # type: ignore[attr-defined]
+            while bolt.metrics()["delivered"] < records:  # type: ignore[attr-defined]
                 time.sleep(0.005)
         elapsed = time.perf_counter() - started
-        cluster.kill_topology("engine-bench")
+        cluster.kill_topology("users-bench")
     return records / elapsed
+
+
+def run_bolt(bootstrap: str, topic: str, records: int, reliable: bool) -> float:
+    """Records per second of a spout -> KafkaBolt until every record is confirmed."""
+    return run_users(KafkaBolt(bootstrap, topic, value_field="user"), records, reliable)
+
+
+def run_engine(records: int, reliable: bool) -> float:
+    """Records per second of the spout of :func:`run_bolt` -> a counting bolt."""
+    return run_users(CountUsers(), records, reliable)
 
 
 def run_bare_produce(bootstrap: str, topic: str, records: int) -> float:

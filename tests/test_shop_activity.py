@@ -55,6 +55,19 @@ def _run(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return completed
 
 
+def _commands(example: str, engine: str) -> tuple[str, str]:
+    """The feed command and the ``squall run`` command for ``engine`` that the
+    example's docstring gives."""
+    commands = docstring_commands(EXAMPLES / example)
+    feed_command = next(c for c in commands if "shop_activity_feed.py" in c)
+    run_command = next(
+        c
+        for c in commands
+        if c.startswith("squall run") and ("--engine spark" in c) == (engine == "spark")
+    )
+    return feed_command, run_command
+
+
 def _json_lines(directory: Path, prefix: str) -> list[dict[str, Any]]:
     records = []
     for path in sorted(directory.glob(f"{prefix}*")):
@@ -73,13 +86,7 @@ def test_the_documented_commands_fill_the_table_with_exact_window_counts(
     tmp_path: Path,
 ) -> None:
     shop, feed = example_modules
-    commands = docstring_commands(EXAMPLES / "shop_activity.py")
-    feed_command = next(c for c in commands if "shop_activity_feed.py" in c)
-    run_command = next(
-        c
-        for c in commands
-        if c.startswith("squall run") and ("--engine spark" in c) == (engine == "spark")
-    )
+    feed_command, run_command = _commands("shop_activity.py", engine)
     assert f"--actions {ACTIONS}" in feed_command
     dsn = postgres_server.create_database(unique_name("shop").replace("-", "_"))
     output = tmp_path / "output"
@@ -109,13 +116,7 @@ def test_the_kafka_example_fills_the_table_and_the_results_topic_with_exact_coun
     tmp_path: Path,
 ) -> None:
     shop, feed = example_modules
-    commands = docstring_commands(EXAMPLES / "shop_activity_kafka.py")
-    feed_command = next(c for c in commands if "shop_activity_feed.py" in c)
-    run_command = next(
-        c
-        for c in commands
-        if c.startswith("squall run") and ("--engine spark" in c) == (engine == "spark")
-    )
+    feed_command, run_command = _commands("shop_activity_kafka.py", engine)
     assert f"--actions {ACTIONS}" in feed_command and "--kafka" in feed_command
     dsn = postgres_server.create_database(unique_name("shop").replace("-", "_"))
     output = tmp_path / "output"
