@@ -13,6 +13,7 @@ import pytest
 
 from squall import BasicBolt, Fields, Spout, TopologyBuilder
 from squall.model.topology import StormTopology
+from squall.runtime.cluster import Cluster
 from squall.spark import CheckpointMismatchError, SparkCluster
 from squall.spark.control.rundir import last_committed_batch
 from squall.testing import CapturingBolt, FixedTupleSpout
@@ -35,6 +36,13 @@ def cluster(spark: Any, tmp_path: Path) -> Any:
     spark_cluster = SparkCluster(spark=spark, checkpoint_dir=str(tmp_path / "checkpoint"))
     yield spark_cluster
     spark_cluster.shutdown()
+
+
+def test_spark_cluster_is_a_cluster_and_says_what_it_runs_on(cluster: Any) -> None:
+    assert isinstance(cluster, Cluster)
+    assert cluster.engine == "spark"
+    # The tests' session: local[2, 4], two threads.
+    assert cluster.resources == "local[2, 4]: 2 cores"
 
 
 class Counter(Spout):

@@ -3,6 +3,7 @@ processes or threads."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,6 +63,16 @@ class LocalCluster(TopologyRegistry[Running]):
         #: without ``topology.transactional.state.dir``: it lives as long as the cluster.
         self.coordination_store = MemoryCoordinationStore()
         self._coordination_dir: Path | None = None
+
+    @property
+    def engine(self) -> str:
+        """``"local"``."""
+        return "local"
+
+    @property
+    def resources(self) -> str:
+        """This machine's cores, which the workers share: ``"this process, 8 cores"``."""
+        return f"this process, {os.cpu_count()} cores"
 
     def submit_topology(
         self,

@@ -1,30 +1,26 @@
-"""What every cluster shares: its running topologies by name, and the context manager."""
+"""What every cluster shares: its running topologies by name, and the history of their
+figures."""
 
 from __future__ import annotations
 
 import threading
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from squall.model.errors import SquallError, excerpt
-from squall.model.topology import StormTopology
+from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.rolling import HistoryKeeper
 
 T = TypeVar("T")
-SelfRegistry = TypeVar("SelfRegistry", bound="TopologyRegistry[Any]")
 
 
-class TopologyRegistry(ABC, Generic[T]):
-    """Running topologies by name, for a cluster (``LocalCluster``, ``SparkCluster``),
-    and the history of their figures for the rolling windows (see
-    :mod:`squall.runtime.rolling`).
+class TopologyRegistry(Cluster, Generic[T]):
+    """The part of :class:`~squall.runtime.cluster.Cluster` every engine shares:
+    running topologies by name (each an engine's ``T``), and the history of their
+    figures for the rolling windows (see :mod:`squall.runtime.rolling`).
 
-    Subclasses implement ``shutdown()`` and ``get_topology_info(name)``; leaving a
-    ``with`` block calls ``shutdown()``.
+    Engines (``LocalCluster``, ``SparkCluster``) implement the rest of ``Cluster``.
     """
 
     def __init__(self) -> None:
@@ -91,66 +87,3 @@ class TopologyRegistry(ABC, Generic[T]):
     def topology_names(self) -> list[str]:
         """Names of the running topologies."""
         return sorted(self._topologies)
-
-    @abstractmethod
-    def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
-        """Metrics of every component of ``name``: since it started, or over its last
-        ``window_secs`` seconds (one of :attr:`metric_windows`)."""
-
-    @abstractmethod
-    def get_topology(self, name: str) -> StormTopology:
-        """The topology running as ``name`` (its current parallelism hints)."""
-
-    @abstractmethod
-    def get_topology_conf(self, name: str) -> dict[str, Any]:
-        """The configuration ``name`` runs with (a copy)."""
-
-    @abstractmethod
-    def activate(self, name: str) -> None:
-        """Resume ``name``'s spouts."""
-
-    @abstractmethod
-    def deactivate(self, name: str) -> None:
-        """Stop ``name``'s spouts; what is in flight still completes."""
-
-    @abstractmethod
-    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
-        """Stop ``name``."""
-
-    @abstractmethod
-    def check_rebalance(
-        self,
-        name: str,
-        num_workers: int | None = None,
-        executors: Mapping[str, int] | None = None,
-        wait_secs: float = 0.0,
-    ) -> None:
-        """Raise what :meth:`rebalance` would raise for these arguments, changing
-        nothing (for a caller that rebalances later, on another thread)."""
-
-    @abstractmethod
-    def rebalance(
-        self,
-        name: str,
-        num_workers: int | None = None,
-        executors: Mapping[str, int] | None = None,
-        wait_secs: float = 0.0,
-    ) -> None:
-        """Run ``name`` on ``num_workers`` workers with ``executors`` executors per
-        component, after ``wait_secs`` with its spouts stopped (Storm's rebalance), or
-        raise ``SquallError`` saying why the engine cannot."""
-
-    @abstractmethod
-    def shutdown(self) -> None:
-        """Stop every topology (and release the cluster's resources)."""
-
-    def __enter__(self: SelfRegistry) -> SelfRegistry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.shutdown()

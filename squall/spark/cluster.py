@@ -123,9 +123,21 @@ class SparkCluster(TopologyRegistry[_Running]):
         self._temporary_checkpoint = location is None
         self.checkpoint_dir = location or tempfile.mkdtemp(prefix="squall-spark-")
         self.clock = clock or SYSTEM_CLOCK
-        self.resources = Resources(self.spark.sparkContext)
+        self._resources = Resources(self.spark.sparkContext)
         self.watch = TerminationWatch()
         self.watch.attach(self.spark)
+
+    @property
+    def engine(self) -> str:
+        """``"spark"``."""
+        return "spark"
+
+    @property
+    def resources(self) -> str:
+        """What the session runs on: ``"local[2, 4]: 2 cores"``, or the master, its
+        executors and their cores (asked of Spark at most once a second; ``""`` once the
+        session is stopped)."""
+        return self._resources.line()
 
     @staticmethod
     def _location(spark: SparkSession, given: str | None) -> str | None:
@@ -362,7 +374,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
         if failure:
             extra["failure"] = failure
-        resources = self.resources.line()
+        resources = self._resources.line()
         if resources:
             extra["resources"] = resources
         info = TopologyInfo(
