@@ -33,6 +33,7 @@ from squall.cli.running import RunOptions, failed, run_topology, squall_logging
 from squall.local.cluster import LocalCluster
 from squall.model.config import check_config_keys, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
+from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.plan import build_plan
 from squall.runtime.system import acker_count, system_topology
@@ -120,7 +121,7 @@ def _cluster(
     checkpoint: str | None,
     spark_conf: dict[str, str],
     verbose: bool,
-) -> Any:
+) -> Cluster:
     """The engine ``squall run`` uses (Spark imported only when asked for).
 
     On Spark, without ``checkpoint`` (and without Spark's own checkpoint location) the
@@ -450,7 +451,9 @@ class UIOptions:
 
 
 @contextmanager
-def _ui_server(cluster: Any, wanted: bool, options: UIOptions, console: Console) -> Iterator[None]:
+def _ui_server(
+    cluster: Cluster, wanted: bool, options: UIOptions, console: Console
+) -> Iterator[None]:
     """A UI server for ``cluster`` while the block runs, if ``wanted`` (its URL printed)."""
     if not wanted:
         yield

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -24,6 +24,7 @@ from squall.cli.display import live_view
 from squall.model.config import ConfigWarning
 from squall.model.errors import SquallError
 from squall.model.topology import StormTopology
+from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import TopologyInfo
 
 
@@ -74,31 +75,6 @@ def squall_logging(console: Console, verbose: bool) -> Iterator[None]:
     finally:
         logger.handlers, level, logger.propagate = saved
         logger.setLevel(level)
-
-
-class Cluster(Protocol):
-    """What ``squall run`` needs of an engine (``LocalCluster``, ``SparkCluster``)."""
-
-    def submit_topology(self, name: str, conf: dict[str, Any], topology: StormTopology) -> None:
-        """Start the topology."""
-
-    def get_topology_info(self, name: str) -> TopologyInfo:
-        """Metrics."""
-
-    def get_topology(self, name: str) -> StormTopology:
-        """The submitted topology."""
-
-    def deactivate(self, name: str) -> None:
-        """Stop the spouts."""
-
-    def wait_idle(self, name: str, timeout_secs: float) -> bool:
-        """Wait for in-flight work."""
-
-    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
-        """Stop the topology."""
-
-    def topology_names(self) -> list[str]:
-        """The running topologies."""
 
 
 def run_topology(

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import squall
 from squall.model.errors import SquallError, cut, excerpt
-from squall.runtime.registry import TopologyRegistry
+from squall.runtime.cluster import Cluster
 from squall.runtime.rolling import WINDOWS
 from squall.ui.guard import Guard
 from squall.ui.guard import error_answer as _answer
@@ -82,7 +82,7 @@ def _problem(error: Any) -> str:
 class Control:
     """The control requests of one cluster: kills wait on a thread of their own."""
 
-    def __init__(self, cluster: TopologyRegistry[Any]) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         #: Topologies deactivated and waiting to be killed (shown as KILLED).
         self.killing: set[str] = set()
@@ -163,7 +163,7 @@ class Control:
             logger.warning("rebalance of topology %r did not happen: %s", name, exc)
 
 
-def _router(cluster: TopologyRegistry[Any], control: Control, started: float) -> APIRouter:
+def _router(cluster: Cluster, control: Control, started: float) -> APIRouter:
     router = APIRouter(prefix=API, responses=ERRORS)
 
     def window_of(value: str) -> int | None:
@@ -238,7 +238,7 @@ def _router(cluster: TopologyRegistry[Any], control: Control, started: float) ->
 
 
 def make_app(
-    cluster: TopologyRegistry[Any],
+    cluster: Cluster,
     token: str | None,
     host: str,
     port: int,

@@ -7,13 +7,12 @@ of a request reaches the file system.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import HTMLResponse, Response
 
 from squall.model.errors import excerpt
-from squall.runtime.registry import TopologyRegistry
+from squall.runtime.cluster import Cluster
 from squall.ui.graph import topology_svg
 from squall.ui.views import ALL_TIME, UnknownName, parse_window
 
@@ -27,7 +26,7 @@ def _read(name: str) -> str:
     )
 
 
-def pages_router(cluster: TopologyRegistry[Any]) -> APIRouter:
+def pages_router(cluster: Cluster) -> APIRouter:
     """The routes of the pages of ``cluster``'s UI (left out of the API description)."""
     router = APIRouter(include_in_schema=False)
     shell = _read("index.html")

@@ -22,7 +22,7 @@ from squall.ui.guard import Guard, is_loopback
 from squall.ui.limits import BodyLimit, UILimits
 
 if TYPE_CHECKING:
-    from squall.runtime.registry import TopologyRegistry
+    from squall.runtime.cluster import Cluster
 
 logger = logging.getLogger("squall")
 
@@ -32,7 +32,8 @@ START_TIMEOUT_SECS = 30.0
 
 class UIServer:
     """Serves the web UI (``/``) and the REST API (``/api/v1/``) of ``cluster``: a
-    :class:`~squall.LocalCluster` or :class:`~squall.spark.SparkCluster` of this process.
+    :class:`~squall.runtime.cluster.Cluster` of this process (a
+    :class:`~squall.LocalCluster` or a :class:`~squall.spark.SparkCluster`).
 
     Args:
         cluster: the cluster whose topologies are shown and steered.
@@ -66,7 +67,7 @@ class UIServer:
 
     def __init__(
         self,
-        cluster: TopologyRegistry[Any],
+        cluster: Cluster,
         host: str = "127.0.0.1",
         port: int = 8080,
         token: str | None = None,

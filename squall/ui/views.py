@@ -1,12 +1,10 @@
-"""What the REST API answers, made from a cluster's figures (engine-neutral: anything
-with ``topology_names``, ``get_topology_info``, ``get_topology`` and
-``get_topology_conf``). Runs on the UI server's threads; every call reads the
-cluster afresh.
+"""What the REST API answers, made from a cluster's figures (engine-neutral: any
+:class:`~squall.runtime.cluster.Cluster`). Runs on the UI server's threads; every call
+reads the cluster afresh.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 from urllib.parse import quote
@@ -14,8 +12,8 @@ from urllib.parse import quote
 import squall
 from squall.model.errors import SquallError, excerpt
 from squall.model.topology import StormTopology, is_control_stream
+from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
-from squall.runtime.registry import TopologyRegistry
 from squall.ui.models import (
     BoltEntry,
     ClusterSummary,
@@ -84,12 +82,7 @@ def latency(value: float) -> str:
     return f"{value:.3f}"
 
 
-def engine_of(cluster: object) -> str:
-    """``"spark"`` for a SparkCluster, else ``"local"``."""
-    return "spark" if type(cluster).__name__ == "SparkCluster" else "local"
-
-
-def _info(cluster: TopologyRegistry[Any], name: str, window: int | None = None) -> TopologyInfo:
+def _info(cluster: Cluster, name: str, window: int | None = None) -> TopologyInfo:
     if name not in cluster.topology_names():
         raise UnknownName(f"no topology named {excerpt(name)} is running")
     try:
@@ -114,7 +107,7 @@ def _executors(topology: StormTopology, stats: ComponentStats) -> int:
     return len(stats.tasks)
 
 
-def _totals(cluster: TopologyRegistry[Any], name: str, info: TopologyInfo) -> dict[str, int]:
+def _totals(cluster: Cluster, name: str, info: TopologyInfo) -> dict[str, int]:
     topology: StormTopology = cluster.get_topology(name)
     return {
         "tasksTotal": sum(len(s.tasks) for s in info.components.values()),
@@ -127,9 +120,7 @@ def _status(info: TopologyInfo, killing: set[str]) -> str:
     return "KILLED" if info.name in killing else info.status
 
 
-def cluster_summary(
-    cluster: TopologyRegistry[Any], started: float, killing: set[str]
-) -> ClusterSummary:
+def cluster_summary(cluster: Cluster, started: float, killing: set[str]) -> ClusterSummary:
     """``GET cluster/summary``: ``started`` is when the UI server started
     (``time.monotonic()``)."""
     totals = {"tasksTotal": 0, "executorsTotal": 0, "workersTotal": 0}
@@ -142,12 +133,10 @@ def cluster_summary(
         for key, value in _totals(cluster, name, info).items():
             totals[key] += value
     uptime = time.monotonic() - started
-    resources_line = getattr(getattr(cluster, "resources", None), "line", None)
-    resources = resources_line() if resources_line else f"this process, {os.cpu_count()} cores"
     return ClusterSummary(
         squallVersion=squall.__version__,
-        engine=engine_of(cluster),
-        resources=resources or "",
+        engine=cluster.engine,
+        resources=cluster.resources,
         uptime=pretty_secs(uptime),
         uptimeSeconds=int(uptime),
         topologies=len(names),
@@ -155,9 +144,7 @@ def cluster_summary(
     )
 
 
-def topology_entries(
-    cluster: TopologyRegistry[Any], killing: set[str]
-) -> list[TopologySummaryEntry]:
+def topology_entries(cluster: Cluster, killing: set[str]) -> list[TopologySummaryEntry]:
     """The entries of ``GET topology/summary``, by name."""
     entries = []
     for name in cluster.topology_names():
@@ -235,7 +222,7 @@ def _plain(value: Any) -> str | int | float | bool | None:
 
 
 def topology_page(
-    cluster: TopologyRegistry[Any],
+    cluster: Cluster,
     name: str,
     window: int | None,
     system: bool,
@@ -336,7 +323,7 @@ def _error(error: ErrorInfo) -> ComponentError:
 
 
 def component_page(
-    cluster: TopologyRegistry[Any],
+    cluster: Cluster,
     name: str,
     component_id: str,
     window: int | None,
@@ -396,9 +383,7 @@ def component_page(
     )
 
 
-def visualization(
-    cluster: TopologyRegistry[Any], name: str, window: int | None
-) -> dict[str, GraphNode]:
+def visualization(cluster: Cluster, name: str, window: int | None) -> dict[str, GraphNode]:
     """``GET topology/{name}/visualization``: per user component, its kind, figures
     over ``window`` and inputs."""
     info = _info(cluster, name, window)
