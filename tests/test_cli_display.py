@@ -23,6 +23,7 @@ from squall.cli.errors_view import (
 )
 from squall.cli.main import main
 from squall.model.config import effective_config
+from squall.runtime.engine_figures import LocalFigures, QueryFigures, SparkFigures
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.runtime.plan import build_plan
 from squall.runtime.system import system_topology
@@ -58,9 +59,10 @@ def error(at: float, component: str, task: int, text: str, line: int = 12) -> Er
     return ErrorInfo(at, component, task, text, user_traceback(text, line))
 
 
-def realistic_info(**extra: Any) -> TopologyInfo:
+def realistic_info(spark_resources: str | None = None) -> TopologyInfo:
     """A long run's metrics: counts in the millions, a long component id, errors on two
-    components (one of them with more errors than it kept), the acker."""
+    components (one of them with more errors than it kept), the acker. On the local
+    engine; with ``spark_resources``, on a Spark session running on those."""
     aggregate_errors = [
         error(100.0 + i, "b1-persistentAggregate", 3 + i % 2, "ValueError: bad 3") for i in range(7)
     ]
@@ -115,9 +117,11 @@ def realistic_info(**extra: Any) -> TopologyInfo:
             capacity=0.1,
         ),
     }
-    return TopologyInfo(
-        "wc", "ACTIVE", 1_234.5, 2, components, {"pending": 1_234, "queued": 56_789, **extra}
-    )
+    if spark_resources is not None:
+        spark = SparkFigures({"core": QueryFigures()}, "/checkpoints", spark_resources)
+        return TopologyInfo("wc", "ACTIVE", 1_234.5, 0, components, spark=spark)
+    local = LocalFigures(pending=1_234, queued=56_789)
+    return TopologyInfo("wc", "ACTIVE", 1_234.5, 2, components, local=local)
 
 
 #: Every figure ``realistic_info`` holds, as squall writes it.
@@ -256,14 +260,16 @@ def test_a_console_that_is_not_a_terminal_uses_its_default_width(
 
 
 def test_caption_shows_the_engines_resources_instead_of_workers() -> None:
-    info = realistic_info(resources="local[2, 4]: 2 cores")
-    info.workers = 0
+    info = realistic_info(spark_resources="local[2, 4]: 2 cores")
     for width in (60, 200):
         output = render(metrics_table(info), width)
         assert_fits(output, width)
         flat = " ".join(output.split())
-        assert "ACTIVE, up 1,234.5 s, local[2, 4]: 2 cores, 1,234 tree(s) pending" in flat
-        assert "56,789 tuple(s) queued" in flat and "worker" not in flat
+        assert "ACTIVE, up 1,234.5 s, local[2, 4]: 2 cores, 0 tree(s) pending" in flat
+        assert "0 tuple(s) queued" in flat and "worker" not in flat
+    # A session that cannot say what it runs on: the workers (none on Spark).
+    output = render(metrics_table(realistic_info(spark_resources="")), 200)
+    assert "ACTIVE, up 1,234.5 s, 0 worker(s), 0 tree(s) pending" in output
     output = render(metrics_table(realistic_info()), 200)
     assert "ACTIVE, up 1,234.5 s, 2 worker(s), 1,234 tree(s) pending" in output
 

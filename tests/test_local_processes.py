@@ -126,6 +126,10 @@ def test_two_workers_run_their_tasks_in_two_processes_and_every_tree_is_acked(
     assert info.extra["worker_kind"] == "process"
     assert sorted(w["pid"] for w in info.extra["worker_processes"]) == sorted(workers)
     assert info.extra["transferred_between_workers"] > 0
+    assert info.local is not None and info.local.worker_kind == "process"
+    assert sorted(w.pid or 0 for w in info.local.worker_processes) == sorted(workers)
+    assert [w.worker for w in info.local.worker_processes] == [0, 1]
+    assert info.local.transferred_between_workers == info.extra["transferred_between_workers"]
     cluster.kill_topology("two", wait_secs=0)
     for pid in workers:
         wait_until(lambda pid=pid: pid_gone(pid), timeout=10.0)  # type: ignore[misc]

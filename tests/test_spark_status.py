@@ -88,6 +88,9 @@ def test_a_bolt_busy_in_each_batch_has_a_capacity_and_a_trivial_one_less(cluster
     assert info.components["trivial"].capacity < info.components["sleepy"].capacity
     # What the session runs on (the tests' session: local[2, 4], two threads).
     assert info.extra["resources"] == "local[2, 4]: 2 cores"
+    assert info.spark is not None and info.local is None
+    assert info.spark.resources == "local[2, 4]: 2 cores"
+    assert list(info.spark.queries) == ["core"]
 
 
 class SleepyFunction(Function):
@@ -124,6 +127,7 @@ def test_a_topology_submitted_again_on_its_checkpoint_says_it_resumes(
     assert cluster.wait_idle("again", 120.0)
     first = cluster.get_topology_info("again")
     assert "resumed_from_batch" not in first.extra
+    assert first.spark is not None and first.spark.first.resumed_from_batch is None
     last = first.extra["last_batch_id"]
     assert last >= 2  # 25 tuples, at most 10 a micro-batch
     checkpoint = os.path.join(cluster.checkpoint_dir, "again", "core", "checkpoint")
@@ -135,6 +139,8 @@ def test_a_topology_submitted_again_on_its_checkpoint_says_it_resumes(
     second = cluster.get_topology_info("again")
     assert second.extra["resumed_from_batch"] == last
     assert second.extra["checkpoint_dir"] == cluster.checkpoint_dir
+    assert second.spark is not None and second.spark.first.resumed_from_batch == last
+    assert second.spark.checkpoint_dir == cluster.checkpoint_dir
     directory = os.path.join(cluster.checkpoint_dir, "again")
     assert [record.getMessage() for record in caplog.records] == [
         f"topology 'again' resumes from checkpoint {directory} after batch {last}: its spouts "

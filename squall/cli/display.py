@@ -45,15 +45,17 @@ def _ordered(info: TopologyInfo, order: list[str] | None) -> list[ComponentStats
 def metrics_caption(info: TopologyInfo) -> str:
     """The line under the metrics: status, uptime, where it runs, pending and queued.
 
-    Where it runs is ``info.extra["resources"]`` when the engine gives it (Spark: such as
-    ``"3 executors, 12 cores"``), else the number of workers.
+    Where it runs is the Spark session's resources when the engine gives them (such as
+    ``"3 executors, 12 cores"``), else the number of workers; pending and queued are
+    the local engine's (0 on Spark).
     """
-    resources = info.extra.get("resources")
-    where = str(resources) if resources is not None else f"{info.workers} worker(s)"
+    spark, local = info.spark, info.local
+    resources = spark.resources if spark is not None else ""
+    where = resources or f"{info.workers} worker(s)"
+    pending, queued = (local.pending, local.queued) if local is not None else (0, 0)
     return (
         f"{info.status}, up {info.uptime_secs:,.1f} s, {where}, "
-        f"{count(info.extra.get('pending', 0))} tree(s) pending, "
-        f"{count(info.extra.get('queued', 0))} tuple(s) queued"
+        f"{count(pending)} tree(s) pending, {count(queued)} tuple(s) queued"
     )
 
 
@@ -177,7 +179,7 @@ def metrics_table(
 
     Columns: component, kind, tasks, emitted, transferred, executed, acked, failed,
     execute latency (ms, bolts), complete latency (ms, spouts), capacity, errors (total),
-    under a caption with the status, uptime, workers (or ``extra["resources"]``), pending
+    under a caption with the status, uptime, workers (or Spark's resources), pending
     trees and queued tuples. The layout is chosen when the result is rendered, for the
     width available: columns are hidden in the order of ``METRICS_HIDDEN_FIRST`` (a
     line under the table names them) and, when even the essential ones do not fit, each

@@ -431,7 +431,7 @@ def run(
             )
     console.print(summary_view(info, loaded.topology.component_ids()))
     if failed(info):
-        reason = info.extra.get("failure") or "no reason given"
+        reason = (info.spark.failure if info.spark else None) or "no reason given"
         click.echo(f"Topology {topology_name!r} failed: {reason}", err=True)
         click.get_current_context().exit(1)
     if fail_on_error and had_errors(info):
@@ -488,8 +488,8 @@ def _ui_server(
 
 def had_errors(info: TopologyInfo) -> bool:
     """Whether ``info`` reports any error: a component's (``errors_total``) or, on
-    Spark, a failed micro-batch's (``extra["errors"]``)."""
-    return errors_reported(info) > 0 or bool(info.extra.get("errors"))
+    Spark, a failed micro-batch's (the first query's ``errors``)."""
+    return errors_reported(info) > 0 or bool(info.spark and info.spark.first.errors)
 
 
 @main.command(short_help="Show a topology's components, tasks and streams.")

@@ -90,9 +90,9 @@ def run_topology(
     ``options.until_idle``), then stop it.
 
     Once the topology has started, a line saying what runs (``source``, the name, where:
-    the engine's ``extra["resources"]`` such as Spark's cores, or the workers) and for
-    how long is printed; and one more when it resumed from a checkpoint
-    (``extra["resumed_from_batch"]``).
+    the Spark session's resources such as its cores, or the workers) and for how long
+    is printed; and one more when it resumed from a checkpoint (Spark's
+    ``resumed_from_batch``).
 
     Stopping deactivates the spouts, waits up to ``options.drain_secs`` for in-flight
     tuples (a second Ctrl-C skips the wait), takes the final metrics and kills the
@@ -121,11 +121,11 @@ def run_topology(
         f"{_where(started)} {until}; Ctrl-C stops it.",
         markup=False,
     )
-    resumed = started.extra.get("resumed_from_batch")
-    if resumed is not None:
+    spark = started.spark
+    if spark is not None and spark.first.resumed_from_batch is not None:
         console.print(
-            f"Resuming {name!r} from checkpoint {started.extra.get('checkpoint_dir')} "
-            f"after batch {resumed} (its spouts continue from there).",
+            f"Resuming {name!r} from checkpoint {spark.checkpoint_dir} "
+            f"after batch {spark.first.resumed_from_batch} (its spouts continue from there).",
             markup=False,
         )
     seen = _Seen(started)
@@ -142,9 +142,8 @@ def run_topology(
 def _where(info: TopologyInfo) -> str:
     """Where the topology runs, for the starting line: `` (local[2, 4]: 2 cores)``,
     `` with 2 worker(s)``, or nothing."""
-    resources = info.extra.get("resources")
-    if resources:
-        return f" ({resources})"
+    if info.spark is not None and info.spark.resources:
+        return f" ({info.spark.resources})"
     return f" with {info.workers} worker(s)" if info.workers else ""
 
 

@@ -35,6 +35,7 @@ from squall.runtime.collectors import (
     TaskWiring,
 )
 from squall.runtime.context import TopologyContext
+from squall.runtime.engine_figures import LocalFigures
 from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.routing import build_routes
@@ -481,15 +482,15 @@ class RunningTopology(SubmittedTopology):
             uptime_secs=now - self.started_at,
             workers=self.plan.num_workers,
             components=components,
-            extra={
-                "pending": sum(
+            local=LocalFigures(
+                pending=sum(
                     r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
                 ),
-                "queued": sum(len(q) for q in self.inboxes),
-                "ack_messages": self._retired_ack_messages
+                queued=sum(len(q) for q in self.inboxes),
+                ack_messages=self._retired_ack_messages
                 + sum(b.messages_sent for b in self.ack_buffers),
-                "executors": self.plan.component_executors(),
-            },
+                executors=self.plan.component_executors(),
+            ),
         )
 
 

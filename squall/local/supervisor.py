@@ -54,6 +54,7 @@ from squall.model.config import Config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime import codepickle
+from squall.runtime.engine_figures import LocalFigures, WorkerProcess
 from squall.runtime.hooks import ChecksWorkerProcesses, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.shipping import check_picklable, pickle_by_value
@@ -584,23 +585,21 @@ class ProcessTopology(SubmittedTopology):
             uptime_secs=now - self.started_at,
             workers=self.plan.num_workers,
             components=components,
-            extra={
-                "pending": total.pending,
-                "queued": total.queued,
-                "ack_messages": total.ack_messages,
-                "executors": self.plan.component_executors(),
-                "worker_kind": "process",
-                "worker_processes": [
-                    {
-                        "worker": handle.index,
-                        "pid": handle.process.pid,
-                        "restarts": self.restarts.get(handle.index, 0),
-                    }
+            local=LocalFigures(
+                pending=total.pending,
+                queued=total.queued,
+                ack_messages=total.ack_messages,
+                executors=self.plan.component_executors(),
+                worker_kind="process",
+                worker_processes=[
+                    WorkerProcess(
+                        handle.index, handle.process.pid, self.restarts.get(handle.index, 0)
+                    )
                     for handle in list(self._handles)
                 ],
-                "transferred_between_workers": total.sent,
-                "dropped_between_workers": total.dropped,
-            },
+                transferred_between_workers=total.sent,
+                dropped_between_workers=total.dropped,
+            ),
         )
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from squall.model.topology import is_control_stream
+from squall.runtime.engine_figures import LocalFigures, SparkFigures
 
 logger = logging.getLogger("squall")
 
@@ -243,7 +244,7 @@ class ComponentStats:
             listed once used: ``__ack_fail``/``__ack_reset_timeout`` of bolts and the
             acker's replies. Spout inits and bolt acks are XOR-combined per worker before
             they are sent (see ``AckBuffer``), so they are counted per topology, in
-            ``TopologyInfo.extra["ack_messages"]``.
+            ``TopologyInfo.local.ack_messages``.
         errors: the most recent errors (newest last).
         errors_total: every error reported, including ones throttled from ``errors``.
         custom: counters a component reports itself, summed over its tasks (a windowed
@@ -285,6 +286,10 @@ class TopologyInfo:
 
     ``components`` maps component id to :class:`ComponentStats`, system components
     (``__acker``) included. Item access works too: ``info["components"]["split"]["acked"]``.
+    The engine's own figures are typed: ``local`` on ``LocalCluster`` (pending trees,
+    queued tuples, executors, worker processes), ``spark`` on ``SparkCluster``
+    (micro-batches, checkpoint, resources); the other one is None. ``extra`` gives
+    them as a plain dict.
     """
 
     name: str
@@ -292,14 +297,31 @@ class TopologyInfo:
     uptime_secs: float
     workers: int
     components: dict[str, ComponentStats]
-    extra: dict[str, Any] = field(default_factory=dict)
+    local: LocalFigures | None = None
+    spark: SparkFigures | None = None
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The engine's figures (``local`` or ``spark``) as a plain dict, under the
+        names of their attributes (for Spark: the first query's figures at the top,
+        every query's under ``"queries"``); empty when the engine gives none. A new
+        dict on each read."""
+        if self.local is not None:
+            return self.local.as_dict()
+        if self.spark is not None:
+            return self.spark.as_dict()
+        return {}
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (JSON-serialisable)."""
-        return asdict(self)
+        """Plain-data form (JSON-serialisable): the fields, the engine's figures
+        under ``"extra"``."""
+        data = asdict(self)
+        del data["local"], data["spark"]
+        data["extra"] = self.extra
+        return data
 
 
 def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) -> ComponentStats:

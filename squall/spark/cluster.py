@@ -16,6 +16,7 @@ from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.runtime.engine_figures import QueryFigures, SparkFigures
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.spark.control import storage
@@ -64,7 +65,7 @@ class SparkCluster(TopologyRegistry[_Running]):
     checkpoint directory, so a restarted cluster (same ``checkpoint_dir``) resumes where
     the last run committed and no batch is applied twice to transactional or opaque
     state. A topology that resumes says so when submitted (a warning on the ``squall``
-    logger, and ``extra["resumed_from_batch"]`` in its info); another topology
+    logger, and ``resumed_from_batch`` in its info's ``spark`` figures); another topology
     submitted under the name of a checkpoint is refused unless it asks for a fresh
     start (see :meth:`submit_topology`).
 
@@ -342,17 +343,17 @@ class SparkCluster(TopologyRegistry[_Running]):
             TASKS.forget(running.run_key)
 
     def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
-        """Micro-batch figures and errors (``extra``: of the first query, the spout's;
-        ``extra["queries"]``: every query's), and the components: since the topology
-        started, or over its last ``window_secs`` seconds (one of
-        :attr:`metric_windows`; see :mod:`squall.runtime.rolling`).
-
-        ``extra`` also holds ``resources`` (what the session runs on, e.g.
-        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, ``resumed_from_batch``
-        when the query resumed from its checkpoint, and ``failure`` (one line: the
-        exception Spark's message comes from) when a query failed (``status``
-        ``"FAILED"``). A bolt's (or stage's) capacity is measured against the recent
-        micro-batches' wall time (see :mod:`squall.spark.control.capacity`).
+        """The components' figures: since the topology started, or over its last
+        ``window_secs`` seconds (one of :attr:`metric_windows`; see
+        :mod:`squall.runtime.rolling`); and in ``spark``
+        (:class:`~squall.runtime.engine_figures.SparkFigures`) every query's
+        micro-batch figures and errors (``resumed_from_batch`` when it resumed from
+        its checkpoint), ``resources`` (what the session runs on, e.g.
+        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``failure`` (one line:
+        the exception Spark's message comes from) when a query failed (``status``
+        ``"FAILED"``). ``extra`` gives them as a dict, the first query's (the spout's)
+        figures at the top. A bolt's (or stage's) capacity is measured against the
+        recent micro-batches' wall time (see :mod:`squall.spark.control.capacity`).
 
         Raises:
             SquallError: no topology ``name`` is running.
@@ -361,7 +362,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         running = self._get(name)
         status = running.status
         components: dict[str, ComponentStats] = {}
-        per_query: dict[str, Any] = {}
+        queries: dict[str, QueryFigures] = {}
         failure: str | None = None
         for item in running.queries:
             end = self.watch.ended(item.query_id)
@@ -369,21 +370,19 @@ class SparkCluster(TopologyRegistry[_Running]):
                 status = "FAILED" if end.error else "KILLED"
                 failure = failure or (python_failure(end.error) if end.error else None)
             components.update(item.driver.component_stats())
-            per_query[item.key] = _batch_figures(item.driver.figures, item.resumed_from_batch)
-        first = next(iter(per_query.values()))
-        extra = {**first, "queries": per_query, "checkpoint_dir": self.checkpoint_dir}
-        if failure:
-            extra["failure"] = failure
-        resources = self._resources.line()
-        if resources:
-            extra["resources"] = resources
+            queries[item.key] = _query_figures(item.driver.figures, item.resumed_from_batch)
         info = TopologyInfo(
             name=name,
             status=status,
             uptime_secs=time.monotonic() - running.started,
             workers=0,
             components=components,
-            extra=extra,
+            spark=SparkFigures(
+                queries=queries,
+                checkpoint_dir=self.checkpoint_dir,
+                resources=self._resources.line(),
+                failure=failure,
+            ),
         )
         return self.in_window(name, info, window_secs)
 
@@ -441,25 +440,24 @@ class SparkCluster(TopologyRegistry[_Running]):
                 storage.remove_tree(self.checkpoint_dir)
 
 
-def _batch_figures(figures: BatchFigures, resumed_from_batch: int | None) -> dict[str, Any]:
+def _query_figures(figures: BatchFigures, resumed_from_batch: int | None) -> QueryFigures:
     """What ``get_topology_info`` reports about a query's micro-batches (with
     ``resumed_from_batch`` if the query resumed from its checkpoint)."""
-    resumed = {} if resumed_from_batch is None else {"resumed_from_batch": resumed_from_batch}
-    return {
-        **resumed,
-        "batches": figures.batches,
-        "last_batch_id": figures.last_batch_id,
-        "last_batch_rows": figures.last_rows,
-        "last_batch_ms": figures.last_duration_ms,
-        "median_batch_ms": statistics.median(figures.recent_ms) if figures.recent_ms else 0.0,
-        "recent_batches": list(figures.recent)[-RECENT_SHOWN:],
-        "rows_total": figures.rows_total,
-        "retries": figures.retries,
-        "errors": [error.error for error in figures.errors],
-    }
+    return QueryFigures(
+        batches=figures.batches,
+        last_batch_id=figures.last_batch_id,
+        last_batch_rows=figures.last_rows,
+        last_batch_ms=figures.last_duration_ms,
+        median_batch_ms=statistics.median(figures.recent_ms) if figures.recent_ms else 0.0,
+        recent_batches=list(figures.recent)[-RECENT_SHOWN:],
+        rows_total=figures.rows_total,
+        retries=figures.retries,
+        errors=[error.error for error in figures.errors],
+        resumed_from_batch=resumed_from_batch,
+    )
 
 
-#: The recent micro-batches ``get_topology_info`` lists (``extra["recent_batches"]``).
+#: The recent micro-batches ``get_topology_info`` lists (``QueryFigures.recent_batches``).
 RECENT_SHOWN = 20
 
 __all__ = ["SparkCluster"]

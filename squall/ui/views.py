@@ -197,20 +197,21 @@ def _topology_stats(info: TopologyInfo, window: int | None) -> WindowStats:
 
 
 def _spark_figures(info: TopologyInfo) -> SparkFigures | None:
-    extra = info.extra
-    if "batches" not in extra:
+    """The micro-batches of the first query (the spout's), on SparkCluster."""
+    if info.spark is None:
         return None
+    query = info.spark.first
     return SparkFigures(
-        batches=extra["batches"],
-        lastBatchId=extra.get("last_batch_id"),
-        lastBatchRows=extra.get("last_batch_rows", 0),
-        lastBatchMs=extra.get("last_batch_ms", 0.0),
-        medianBatchMs=extra.get("median_batch_ms", 0.0),
-        rowsTotal=extra.get("rows_total", 0),
-        retries=extra.get("retries", 0),
+        batches=query.batches,
+        lastBatchId=query.last_batch_id,
+        lastBatchRows=query.last_batch_rows,
+        lastBatchMs=query.last_batch_ms,
+        medianBatchMs=query.median_batch_ms,
+        rowsTotal=query.rows_total,
+        retries=query.retries,
         recent=[
             SparkBatch(batchId=batch_id, rows=rows, durationMs=ms, stateCommits=commits)
-            for batch_id, rows, ms, commits in extra.get("recent_batches", [])
+            for batch_id, rows, ms, commits in query.recent_batches
         ],
     )
 
