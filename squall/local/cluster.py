@@ -212,7 +212,7 @@ class LocalCluster(TopologyRegistry[Running]):
         stop (their tasks ``close``/``cleanup``) and the new ones start (``open``/
         ``prepare`` again); trees pending at the stop are replayed by reliable spouts.
         Afterwards ``get_topology_info(name).workers``,
-        ``.extra["executors"]`` (component id -> executors, system components
+        ``.local.executors`` (component id -> executors, system components
         included), ``get_topology_conf(name)["topology.workers"]`` and the parallelism
         hints of ``get_topology(name)`` report the new layout (the submitted topology
         object is not modified).

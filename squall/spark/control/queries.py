@@ -97,7 +97,7 @@ class Query:
 
     @property
     def key(self) -> str:
-        """The query's name in ``get_topology_info``'s ``extra["queries"]``."""
+        """The query's name in ``get_topology_info``'s ``spark.queries``."""
         return self.plan.key if isinstance(self.plan, QueryPlan) else "core"
 
     @property

@@ -1,4 +1,5 @@
-"""What a SparkSession runs on, as one short line for ``TopologyInfo.extra["resources"]``.
+"""What a SparkSession runs on, as one short line (``SparkCluster.resources``, and
+``SparkFigures.resources`` of its topologies).
 
 A local master: its URL and the cores it uses (``local[2, 4]: 2 cores``); a cluster
 master: its URL, the executors registered and their cores
