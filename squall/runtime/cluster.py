@@ -59,7 +59,8 @@ class Cluster(ABC):
     @abstractmethod
     def wait_idle(self, name: str, timeout_secs: float = 10.0) -> bool:
         """Wait until ``name`` has no work in flight (nothing queued, no tuple tree
-        pending, every batch processed), at most ``timeout_secs`` seconds.
+        pending, every batch processed), at most ``timeout_secs`` seconds (each
+        engine has its own default: ``SparkCluster`` waits longer).
 
         Returns:
             True once idle; False if it was not idle in time (or, on Spark, a query
@@ -132,7 +133,9 @@ class Cluster(ABC):
     @abstractmethod
     def get_topology_info(self, name: str, window_secs: int | None = None) -> TopologyInfo:
         """Figures of ``name`` and of every component: since it started, or over its
-        last ``window_secs`` seconds (one of :attr:`metric_windows`).
+        last ``window_secs`` seconds (one of :attr:`metric_windows`). The engine's own
+        figures are typed: ``TopologyInfo.local`` on the local engine,
+        ``TopologyInfo.spark`` on Spark (see :mod:`squall.runtime.engine_figures`).
 
         Raises:
             SquallError: no topology ``name`` is running.
