@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from squall.connectors.sqlite.store import database_path
 from squall.state.providers import (
     PROVIDER_CONFIG_KEY,
     PROVIDER_KEY,
@@ -27,7 +28,6 @@ from squall.state.providers import (
     qualified_namespace,
 )
 from squall.state.providers.provider import file_name_stem
-from squall.state.providers.sqlite_store import database_path
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -86,7 +86,7 @@ def _sqlite_checks() -> dict[str, OptionCheck]:
 @dataclass(frozen=True)
 class SqliteStateProvider(StateProvider):
     """Stores in SQLite files: ``<directory>/<prefix>.sqlite``, one file per prefix
-    (see :mod:`squall.state.providers.sqlite_store`). Durable across restarts of the
+    (see :mod:`squall.connectors.sqlite.store`). Durable across restarts of the
     process; processes on one machine share a file, one writing at a time.
 
     ``directory`` is made absolute when the provider is made (relative to that
@@ -110,7 +110,7 @@ class SqliteStateProvider(StateProvider):
 
     def make_store(self, namespace: str) -> StateStore:
         """The store of ``namespace`` in this prefix's file (opened at first use)."""
-        from squall.state.providers.sqlite_store import SqliteStore
+        from squall.connectors.sqlite.store import SqliteStore
 
         return SqliteStore(self, check_namespace(namespace))
 
@@ -127,7 +127,7 @@ def _redis_checks() -> dict[str, OptionCheck]:
 @dataclass(frozen=True, repr=False)
 class RedisStateProvider(StateProvider):
     """Stores in a Redis server, three keys per namespace (see
-    :mod:`squall.state.providers.redis_store`). Durable as far as the server's
+    :mod:`squall.connectors.redis.store`). Durable as far as the server's
     persistence settings make it. Its repr hides the URL's password."""
 
     name: ClassVar[str] = "redis"
@@ -148,7 +148,7 @@ class RedisStateProvider(StateProvider):
         _raise_if(options_problem_of(self.name, options, _redis_checks()))
 
     def __repr__(self) -> str:
-        from squall.trident.state.redis_state import redact_url
+        from squall.connectors.redis.state import redact_url
 
         return (
             f"RedisStateProvider(prefix={self.prefix!r}, url={redact_url(self.url)!r}, "
@@ -162,7 +162,7 @@ class RedisStateProvider(StateProvider):
 
     def make_store(self, namespace: str) -> StateStore:
         """The store of ``namespace`` (its client connects at first use)."""
-        from squall.state.providers.redis_store import RedisStore
+        from squall.connectors.redis.store import RedisStore
 
         return RedisStore(self, check_namespace(namespace))
 
@@ -179,7 +179,7 @@ def _postgres_checks() -> dict[str, OptionCheck]:
 @dataclass(frozen=True, repr=False)
 class PostgresStateProvider(StateProvider):
     """Stores in three tables of a PostgreSQL database shared by every namespace (see
-    :mod:`squall.state.providers.postgres_store`); needs psycopg 3 (the ``postgres``
+    :mod:`squall.connectors.postgres.store`); needs psycopg 3 (the ``postgres``
     extra) where stores are made. Its repr hides the DSN's password."""
 
     name: ClassVar[str] = "postgres"
@@ -216,7 +216,7 @@ class PostgresStateProvider(StateProvider):
 
     def make_store(self, namespace: str) -> StateStore:
         """The store of ``namespace`` (it connects at first use)."""
-        from squall.state.providers.postgres_store import PostgresStore
+        from squall.connectors.postgres.store import PostgresStore
 
         return PostgresStore(self, check_namespace(namespace))
 

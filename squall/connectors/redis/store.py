@@ -35,10 +35,10 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from squall.connectors.redis.client import close_quietly, one_line
+from squall.connectors.redis.state import redact_url
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
 from squall.trident.state.base import StateConnectionError, StateError
-from squall.trident.state.redis_state import redact_url
 
 if TYPE_CHECKING:
     from squall.state.providers.registry import RedisStateProvider
