@@ -20,13 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from squall.trident.state.base import (
-    BackingMap,
-    StateConnectionError,
-    StateType,
-    as_keys,
-    current_value,
-)
+from squall.runtime.state_errors import StateConnectionError
+from squall.trident.state.base import BackingMap, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import deserialize_key, serialize_key, serializer_for
 
