@@ -20,7 +20,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from squall.connectors.redis.state import redact_url
+from squall.connectors.redaction import redact_url
 from squall.trident.state import (
     CachedMap,
     OpaqueValue,

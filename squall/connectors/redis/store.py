@@ -34,8 +34,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from squall.connectors.redaction import redact_url
 from squall.connectors.redis.client import close_quietly, one_line
-from squall.connectors.redis.state import redact_url
 from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace

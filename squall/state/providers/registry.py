@@ -148,7 +148,7 @@ class RedisStateProvider(StateProvider):
         _raise_if(options_problem_of(self.name, options, _redis_checks()))
 
     def __repr__(self) -> str:
-        from squall.connectors.redis.state import redact_url
+        from squall.connectors.redaction import redact_url
 
         return (
             f"RedisStateProvider(prefix={self.prefix!r}, url={redact_url(self.url)!r}, "
