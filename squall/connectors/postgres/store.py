@@ -43,7 +43,7 @@ from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import PostgresStateProvider
+    from squall.connectors.postgres.provider import PostgresStateProvider
 
 _Result = TypeVar("_Result")
 

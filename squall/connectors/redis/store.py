@@ -41,7 +41,7 @@ from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import RedisStateProvider
+    from squall.connectors.redis.provider import RedisStateProvider
 
 #: The field of the prepared hash holding the prepared txid.
 TXID_FIELD = b""

@@ -37,7 +37,7 @@ from squall.state.base import StateStore
 from squall.state.providers.provider import file_name_stem, qualified_namespace
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import SqliteStateProvider
+    from squall.connectors.sqlite.provider import SqliteStateProvider
 
 #: Seconds a write waits for another writer of the file.
 BUSY_TIMEOUT = 30.0
