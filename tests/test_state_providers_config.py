@@ -5,7 +5,6 @@ gives to files and rows, and that importing the package imports no backend."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pickle
 import subprocess
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from squall.connectors.sqlite.store import database_path
 from squall.state.providers import (
     PROVIDER_CONFIG_KEY,
     PROVIDER_KEY,
@@ -27,7 +27,6 @@ from squall.state.providers import (
     qualified_namespace,
 )
 from squall.state.providers.provider import file_name_stem
-from squall.state.providers.sqlite_store import database_path
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,7 +266,8 @@ def test_check_provider_names_the_wrong_setting(settings: dict[str, Any], messag
 
 def test_an_unknown_provider_lists_the_providers() -> None:
     assert check_provider(conf("mongo"), "wc") == (
-        f"{PROVIDER_KEY}: unknown provider 'mongo' (one of 'memory', 'sqlite', 'redis', 'postgres')"
+        f"{PROVIDER_KEY}: unknown provider 'mongo' (one of 'memory', 'sqlite', 'redis', "
+        "'postgres') and not the dotted path of a StateProvider class (package.module.Class)"
     )
 
 
@@ -288,22 +288,33 @@ def test_check_provider_connects_to_nothing() -> None:
     assert check_provider(conf("sqlite", {"directory": "/nonexistent/place"}), "wc") is None
 
 
-def test_postgres_without_psycopg_is_refused_at_submit(monkeypatch: pytest.MonkeyPatch) -> None:
-    find_spec = importlib.util.find_spec
-
-    def without_psycopg(name: str, *args: Any) -> Any:
-        return None if name == "psycopg" else find_spec(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", without_psycopg)
+def test_postgres_without_psycopg_is_refused_at_submit_and_where_imported() -> None:
+    """psycopg missing (its import fails): the settings are refused, and the provider
+    class cannot be imported, each saying what to install."""
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None  # as if psycopg were not installed\n"
+        "from squall.state import providers\n"
+        "print(providers.check_provider({'topology.state.provider': 'postgres', "
+        "'topology.state.provider.config': {'dsn': 'host=db'}}, 'wc'))\n"
+        "try:\n"
+        "    providers.PostgresStateProvider\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     missing = (
-        "provider 'postgres' needs psycopg 3, the 'postgres' extra: pip install 'squall[postgres]'"
+        "squall.connectors.postgres needs psycopg 3, the 'postgres' extra: "
+        "pip install 'squall[postgres]'"
     )
-    assert check_provider(conf("postgres", {"dsn": "host=db"}), "wc") == (
-        f"{PROVIDER_KEY}: {missing}"
+    assert result.stdout == (
+        f"{PROVIDER_KEY}: cannot import provider 'postgres' "
+        f"(squall.connectors.postgres.provider.PostgresStateProvider): {missing} "
+        "(known providers: 'memory', 'sqlite', 'redis', 'postgres')\n"
+        f"{missing}\n"
     )
-    with pytest.raises(ValueError) as raised:
-        PostgresStateProvider(prefix="wc", dsn="host=db")
-    assert str(raised.value) == f"{CONFIG}{missing}"
 
 
 def test_providers_made_directly_check_their_options() -> None:

@@ -20,6 +20,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from squall.connectors.redaction import redact_url
 from squall.trident.state import (
     CachedMap,
     OpaqueValue,
@@ -29,7 +30,6 @@ from squall.trident.state import (
     StateType,
     TransactionalValue,
 )
-from squall.trident.state.redis_state import redact_url
 from tests.test_trident_state import (
     ALL_TYPES,
     apply_batch,

@@ -5,6 +5,9 @@
 * :class:`PostgresInsertBolt`: inserts (or upserts) tuples in batches, acking them once
   committed (at-least-once; exactly-once rows with an upsert).
 * :class:`PostgresLookupBolt`: a parameterized query per tuple, a tuple per result row.
+* :class:`PostgresStateProvider` (:mod:`~squall.connectors.postgres.provider`, its store
+  in :mod:`~squall.connectors.postgres.store`): stateful bolts' state,
+  ``topology.state.provider`` ``postgres``.
 
 Every one carries only options (a connection string, names, sizes) and connects in the
 task that uses it, so it runs on both engines. Errors name the server with its password
@@ -24,6 +27,7 @@ except ImportError as missing:
 from squall.connectors.postgres.connection import redact_dsn
 from squall.connectors.postgres.insert import PostgresInsertBolt
 from squall.connectors.postgres.lookup import PostgresLookupBolt
+from squall.connectors.postgres.provider import PostgresStateProvider
 from squall.connectors.postgres.state import PostgresMapState, PostgresMapStateFactory
 
 __all__ = [
@@ -31,5 +35,6 @@ __all__ = [
     "PostgresLookupBolt",
     "PostgresMapState",
     "PostgresMapStateFactory",
+    "PostgresStateProvider",
     "redact_dsn",
 ]

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from squall.trident.state.redis_state import redact_url
+from squall.connectors.redaction import redact_url
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

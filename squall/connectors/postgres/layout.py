@@ -25,7 +25,8 @@ from typing import Any
 
 from psycopg import sql
 
-from squall.trident.state.base import OpaqueValue, StateError, StateType, TransactionalValue
+from squall.runtime.state_errors import StateError
+from squall.trident.state.base import OpaqueValue, StateType, TransactionalValue
 
 _SEPARATORS = (",", ":")
 

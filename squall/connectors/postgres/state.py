@@ -49,14 +49,8 @@ from squall.connectors.postgres.connection import (
     timeout_problem,
 )
 from squall.connectors.postgres.layout import LAYOUTS, layout_of_columns
-from squall.trident.state.base import (
-    BackingMap,
-    StateConnectionError,
-    StateError,
-    StateType,
-    as_keys,
-    current_value,
-)
+from squall.runtime.state_errors import StateConnectionError, StateError
+from squall.trident.state.base import BackingMap, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import deserialize_key, serialize_key
 

@@ -1,4 +1,4 @@
-"""Redis Streams connectors.
+"""Redis connectors: Redis Streams spouts and bolt, and state kept in Redis.
 
 * :class:`RedisStreamSpout`: a reliable spout over a stream and a consumer group,
   at-least-once across crashes (``XACK`` on ack, replay on fail, pending entries
@@ -8,6 +8,11 @@
   opaque state (``opaque=False``: transactional, identical replays).
 * :class:`RedisStreamBolt`: appends each tuple to a stream (``XADD``), acking after the
   write: at-least-once.
+* :class:`RedisMapState` (:mod:`~squall.connectors.redis.state`): a Trident map state,
+  a Redis string per key (exactly-once with transactional or opaque state).
+* :class:`RedisStateProvider` (:mod:`~squall.connectors.redis.provider`, its store in
+  :mod:`~squall.connectors.redis.store`): stateful bolts' state, ``topology.state.provider``
+  ``redis``.
 
 Each module's docstring states the guarantee, where each method runs and the options.
 """
@@ -20,7 +25,9 @@ from squall.connectors.redis.entries import (
     EntryReader,
     MalformedEntryError,
 )
+from squall.connectors.redis.provider import RedisStateProvider
 from squall.connectors.redis.spout import RedisStreamSpout
+from squall.connectors.redis.state import RedisMapState, RedisMapStateFactory
 from squall.connectors.redis.trident import (
     IdRange,
     OpaqueRedisStreamTridentSpout,
@@ -36,6 +43,9 @@ __all__ = [
     "IdRange",
     "MalformedEntryError",
     "OpaqueRedisStreamTridentSpout",
+    "RedisMapState",
+    "RedisMapStateFactory",
+    "RedisStateProvider",
     "RedisStreamBolt",
     "RedisStreamSpout",
     "RedisStreamTridentSpout",

@@ -20,7 +20,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from squall.connectors.options import OptionChecker
-from squall.trident.state.redis_state import redact_url
+from squall.connectors.redaction import redact_url
 
 #: Seconds to open a connection.
 DEFAULT_CONNECT_TIMEOUT = 5.0

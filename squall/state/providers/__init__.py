@@ -2,9 +2,12 @@
 ``StateProvider``), chosen by ``topology.state.provider``.
 
 * ``memory`` (the default): in the task's process, lost when it ends.
-* ``sqlite``: a database file per topology in a directory (``directory``).
-* ``redis``: a Redis server (``url``).
-* ``postgres``: a PostgreSQL database (``dsn``, ``table``); needs psycopg 3.
+* ``sqlite``: a database file per topology in a directory (``directory``);
+  :mod:`squall.connectors.sqlite`.
+* ``redis``: a Redis server (``url``); :mod:`squall.connectors.redis`.
+* ``postgres``: a PostgreSQL database (``dsn``, ``table``); needs psycopg 3;
+  :mod:`squall.connectors.postgres`.
+* the dotted path of any :class:`StateProvider` class (``package.module.Class``).
 
 ``topology.state.provider.config`` holds the provider's options, ``namespace`` among
 them: the prefix keeping a topology's stores apart from others' (default: the
@@ -12,27 +15,51 @@ topology's name). :func:`check_provider` checks the settings where a topology is
 submitted; :func:`provider_for` makes the (picklable, not yet connected) provider,
 whose ``make_state`` runs in each task.
 
-Importing this package imports no backend: each is imported when its first store is
-made.
+Importing this package imports no backend: a provider's class is imported when it is
+resolved, its backend's client when its first store is made.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from squall.state.providers.provider import StateProvider, qualified_namespace
 from squall.state.providers.registry import (
-    DEFAULT_POSTGRES_TABLE,
     DEFAULT_PROVIDER,
-    DEFAULT_SQLITE_DIRECTORY,
     PROVIDER_CONFIG_KEY,
     PROVIDER_KEY,
     PROVIDERS,
     MemoryStateProvider,
-    PostgresStateProvider,
-    RedisStateProvider,
-    SqliteStateProvider,
     check_provider,
     provider_for,
+    resolve_provider,
 )
+
+# The durable providers live with their systems' other backends in squall.connectors, a
+# layer above squall.state, which may not import it. They stay importable from here as
+# lazy attributes (PEP 562): a connector's module is imported at first use only.
+_CONNECTOR_NAMES = {
+    "DEFAULT_POSTGRES_TABLE": "squall.connectors.postgres.provider",
+    "PostgresStateProvider": "squall.connectors.postgres.provider",
+    "DEFAULT_SQLITE_DIRECTORY": "squall.connectors.sqlite.provider",
+    "SqliteStateProvider": "squall.connectors.sqlite.provider",
+    "RedisStateProvider": "squall.connectors.redis.provider",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _CONNECTOR_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_POSTGRES_TABLE",
@@ -49,4 +76,5 @@ __all__ = [
     "check_provider",
     "provider_for",
     "qualified_namespace",
+    "resolve_provider",
 ]

@@ -1,26 +1,17 @@
-"""Checks of the state providers' options (``topology.state.provider.config``): each
-says why a value is wrong, naming the option, or returns None.
+"""Checks of the state providers' options (``topology.state.provider.config``) that
+every provider shares: each says why a value is wrong, naming the option, or returns
+None. A backend's own checks (a Redis URL, a PostgreSQL connection string) live with its
+provider in :mod:`squall.connectors`.
 
 Pure functions, run where a topology is submitted and where a provider is made; none
-connects to anything (the PostgreSQL checks parse the connection string with psycopg,
-imported only for them).
+connects to anything.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
-import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
-
-#: The URL schemes of a Redis server.
-REDIS_SCHEMES = ("redis", "rediss", "unix")
-#: Characters the PostgreSQL provider appends to its table's name for its other tables
-#: (``_prepared``, ``_tx``): a table's name is shorter by this much than SQL allows.
-_POSTGRES_SUFFIX_ROOM = len("_prepared")
-_POSTGRES_NAME_LIMIT = 63
 
 #: Checks an option's value: why it is wrong, or None.
 OptionCheck = Callable[[Any], "str | None"]
@@ -33,11 +24,9 @@ def text_problem(name: str, value: Any) -> str | None:
     return None
 
 
-def directory_problem(value: Any) -> str | None:
-    """Why ``directory`` is not a directory path, or None (it need not exist)."""
-    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-        return f"'directory' must be a directory path (a non-empty string), got {value!r}"
-    return None
+def common_checks() -> dict[str, OptionCheck]:
+    """The checks of the options every provider takes (``namespace``)."""
+    return {"namespace": lambda value: text_problem("namespace", value)}
 
 
 def seconds_problem(name: str, value: Any) -> str | None:
@@ -49,74 +38,6 @@ def seconds_problem(name: str, value: Any) -> str | None:
         or value <= 0
     ):
         return f"{name!r} must be a number of seconds > 0, got {value!r}"
-    return None
-
-
-def redis_url_problem(value: Any) -> str | None:
-    """Why ``url`` is not a Redis URL (``redis://``, ``rediss://``, ``unix://``), or
-    None."""
-    if not isinstance(value, str) or urllib.parse.urlsplit(value).scheme not in REDIS_SCHEMES:
-        schemes = ", ".join(f"{scheme}://" for scheme in REDIS_SCHEMES[:-1])
-        return f"'url' must be a {schemes} or {REDIS_SCHEMES[-1]}:// URL, got {value!r}"
-    return None
-
-
-def psycopg_problem() -> str | None:
-    """Why the ``postgres`` provider cannot be used here (psycopg is not installed),
-    or None. Looks for the package without importing it."""
-    if importlib.util.find_spec("psycopg") is None:
-        return (
-            "provider 'postgres' needs psycopg 3, the 'postgres' extra: "
-            "pip install 'squall[postgres]'"
-        )
-    return None
-
-
-def postgres_dsn_problem(value: Any) -> str | None:
-    """Why ``dsn`` is not a connection string libpq reads (a ``postgresql://`` URL or
-    ``key=value`` pairs), or None; its password hidden in the message. Needs psycopg."""
-    import psycopg
-
-    from squall.connectors.postgres.connection import one_line, redact_dsn
-
-    if not isinstance(value, str) or not value.strip():
-        return (
-            "'dsn' must be a PostgreSQL connection string (postgresql://... or key=value "
-            f"pairs), got {value!r}"
-        )
-    try:
-        psycopg.conninfo.conninfo_to_dict(value)
-    except psycopg.Error as error:
-        return (
-            f"'dsn' must be a PostgreSQL connection string, got {redact_dsn(value)!r}: "
-            f"{one_line(error)}"
-        )
-    return None
-
-
-def postgres_table_problem(value: Any) -> str | None:
-    """Why ``table`` is not a usable ``[schema.]name`` (short enough for the
-    ``_prepared`` and ``_tx`` tables beside it), or None."""
-    from squall.connectors.postgres.connection import name_problem
-
-    problem = name_problem("'table'", value, qualified=True)
-    if problem is not None:
-        return problem
-    last = str(value).rsplit(".", 1)[-1]
-    if len(last) > _POSTGRES_NAME_LIMIT - _POSTGRES_SUFFIX_ROOM:
-        return (
-            f"'table' must be at most {_POSTGRES_NAME_LIMIT - _POSTGRES_SUFFIX_ROOM} "
-            f"characters (the provider adds _prepared and _tx for its other tables), "
-            f"got {value!r}"
-        )
-    return None
-
-
-def postgres_timeout_problem(value: Any) -> str | None:
-    """Why the PostgreSQL ``connect_timeout`` is not a whole number of seconds >= 1,
-    or None."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return f"'connect_timeout' must be a whole number of seconds >= 1, got {value!r}"
     return None
 
 
@@ -143,15 +64,9 @@ def options_problem_of(
 
 
 __all__ = [
-    "REDIS_SCHEMES",
     "OptionCheck",
-    "directory_problem",
+    "common_checks",
     "options_problem_of",
-    "postgres_dsn_problem",
-    "postgres_table_problem",
-    "postgres_timeout_problem",
-    "psycopg_problem",
-    "redis_url_problem",
     "seconds_problem",
     "text_problem",
 ]

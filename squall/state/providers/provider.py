@@ -16,6 +16,10 @@ from typing import Any, ClassVar
 
 from squall.state.base import BufferedKeyValueState, StateStore
 
+#: The configuration key naming the provider.
+PROVIDER_KEY = "topology.state.provider"
+#: The configuration key of the provider's options.
+PROVIDER_CONFIG_KEY = "topology.state.provider.config"
 #: Separates the prefix from the store's namespace in a qualified namespace.
 NAMESPACE_SEPARATOR = ":"
 #: Longest file name stem :func:`file_name_stem` returns (file systems allow 255 bytes).
@@ -29,6 +33,13 @@ class StateProvider(ABC):
     Where it runs: made where the topology is submitted or where a task starts; pickled
     with its options only. :meth:`make_store` runs in the task that will use the store
     and is the only place that touches the backend.
+
+    A subclass is named in ``topology.state.provider`` by a short name of
+    :data:`~squall.state.providers.registry.PROVIDERS` or by its dotted class path
+    (``package.module.Class``), imported where the topology is submitted and in each
+    task. It is made as ``cls(prefix=<namespace option or topology name>, **options)``
+    (the other options of ``topology.state.provider.config`` as keyword arguments), so
+    a frozen dataclass with a ``prefix`` field is the usual shape; it must pickle.
     """
 
     #: The provider's name in ``topology.state.provider``.
@@ -70,6 +81,16 @@ class StateProvider(ABC):
         return BufferedKeyValueState(self.make_store(namespace), label)
 
 
+def raise_if_problem(problem: str | None) -> None:
+    """Raise if ``problem`` (from a provider's option checks) is not None.
+
+    Raises:
+        ValueError: ``topology.state.provider.config: <problem>``.
+    """
+    if problem is not None:
+        raise ValueError(f"{PROVIDER_CONFIG_KEY}: {problem}")
+
+
 def check_namespace(namespace: object) -> str:
     """``namespace`` if it is a non-empty string.
 
@@ -109,8 +130,11 @@ def file_name_stem(prefix: str) -> str:
 
 __all__ = [
     "NAMESPACE_SEPARATOR",
+    "PROVIDER_CONFIG_KEY",
+    "PROVIDER_KEY",
     "StateProvider",
     "check_namespace",
     "file_name_stem",
     "qualified_namespace",
+    "raise_if_problem",
 ]

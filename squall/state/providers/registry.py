@@ -1,56 +1,44 @@
-"""The four state providers and how a topology's configuration picks one.
+"""How a topology's configuration picks its state provider, and the in-memory one.
 
-``topology.state.provider`` names the provider (``memory``, the default, ``sqlite``,
-``redis`` or ``postgres``); ``topology.state.provider.config`` is a dict of its options.
-Every provider takes ``namespace``: the prefix that keeps this topology's stores apart
-from other topologies' on a shared backend (default: the topology's name).
+``topology.state.provider`` names the provider: a short name of :data:`PROVIDERS`
+(``memory``, the default, ``sqlite``, ``redis`` or ``postgres``) or the dotted path of
+a :class:`~squall.state.providers.provider.StateProvider` class
+(``package.module.Class``, as Storm's setting is a class name).
+``topology.state.provider.config`` is a dict of its options. Every provider takes
+``namespace``: the prefix that keeps this topology's stores apart from other
+topologies' on a shared backend (default: the topology's name).
 
-Where it runs: :func:`check_provider` where a topology is submitted (it connects to
-nothing); :func:`provider_for` wherever the provider is needed (the providers carry
-only options and connect in :meth:`~StateProvider.make_store`, in the task). Backend
-modules are imported only when a store is made, so ``psycopg`` is needed only by tasks
-of a topology using ``postgres``.
+A short name maps to a dotted class path, imported (with :mod:`importlib`) when the
+provider is resolved: the durable providers live with their systems in
+:mod:`squall.connectors`, which this package does not import, so a topology using
+``memory`` imports no backend, and ``psycopg`` is needed only where ``postgres`` is used.
+
+Where it runs: :func:`check_provider` where a topology is submitted (it imports the
+provider's class and checks the options; it connects to nothing); :func:`provider_for`
+wherever the provider is needed (the providers carry only options and connect in
+:meth:`~StateProvider.make_store`, in the task).
 """
 
 from __future__ import annotations
 
-import os
+import importlib
+import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from squall.state.base import StateStore
-from squall.state.providers.options import (
-    OptionCheck,
-    directory_problem,
-    options_problem_of,
-    postgres_dsn_problem,
-    postgres_table_problem,
-    postgres_timeout_problem,
-    psycopg_problem,
-    redis_url_problem,
-    seconds_problem,
-    text_problem,
+from squall.state.providers.options import common_checks, options_problem_of
+from squall.state.providers.provider import (
+    PROVIDER_CONFIG_KEY,
+    PROVIDER_KEY,
+    StateProvider,
+    check_namespace,
+    raise_if_problem,
 )
-from squall.state.providers.provider import StateProvider, check_namespace
 
-#: The configuration key naming the provider.
-PROVIDER_KEY = "topology.state.provider"
-#: The configuration key of the provider's options.
-PROVIDER_CONFIG_KEY = "topology.state.provider.config"
 #: The provider used when ``topology.state.provider`` is not set.
 DEFAULT_PROVIDER = "memory"
-#: The SQLite provider's directory unless ``directory`` is given.
-DEFAULT_SQLITE_DIRECTORY = "squall-state"
-#: The PostgreSQL provider's table unless ``table`` is given.
-DEFAULT_POSTGRES_TABLE = "squall_state"
-#: Seconds a Redis connection may take to open, and to wait for each reply.
-DEFAULT_REDIS_CONNECT_TIMEOUT = 5.0
-DEFAULT_REDIS_SOCKET_TIMEOUT = 10.0
-
-
-def _common_checks() -> dict[str, OptionCheck]:
-    return {"namespace": lambda value: text_problem("namespace", value)}
 
 
 @dataclass(frozen=True)
@@ -65,12 +53,12 @@ class MemoryStateProvider(StateProvider):
     prefix: str
 
     def __post_init__(self) -> None:
-        _raise_if(options_problem_of(self.name, {"namespace": self.prefix}, _common_checks()))
+        raise_if_problem(options_problem_of(self.name, {"namespace": self.prefix}, common_checks()))
 
     @classmethod
     def options_problem(cls, options: Mapping[Any, Any]) -> str | None:
         """Why ``options`` are not this provider's options, or None."""
-        return options_problem_of(cls.name, options, _common_checks())
+        return options_problem_of(cls.name, options, common_checks())
 
     def make_store(self, namespace: str) -> StateStore:
         """A new, empty in-memory store (nothing is shared with other stores)."""
@@ -79,163 +67,67 @@ class MemoryStateProvider(StateProvider):
         return MemoryStore(check_namespace(namespace))
 
 
-def _sqlite_checks() -> dict[str, OptionCheck]:
-    return {**_common_checks(), "directory": directory_problem}
-
-
-@dataclass(frozen=True)
-class SqliteStateProvider(StateProvider):
-    """Stores in SQLite files: ``<directory>/<prefix>.sqlite``, one file per prefix
-    (see :mod:`squall.state.providers.sqlite_store`). Durable across restarts of the
-    process; processes on one machine share a file, one writing at a time.
-
-    ``directory`` is made absolute when the provider is made (relative to that
-    process's working directory) and created when the first store is made."""
-
-    name: ClassVar[str] = "sqlite"
-    durable: ClassVar[bool] = True
-
-    prefix: str
-    directory: str = DEFAULT_SQLITE_DIRECTORY
-
-    def __post_init__(self) -> None:
-        options = {"namespace": self.prefix, "directory": self.directory}
-        _raise_if(options_problem_of(self.name, options, _sqlite_checks()))
-        object.__setattr__(self, "directory", os.path.abspath(os.fspath(self.directory)))
-
-    @classmethod
-    def options_problem(cls, options: Mapping[Any, Any]) -> str | None:
-        """Why ``options`` are not this provider's options, or None."""
-        return options_problem_of(cls.name, options, _sqlite_checks())
-
-    def make_store(self, namespace: str) -> StateStore:
-        """The store of ``namespace`` in this prefix's file (opened at first use)."""
-        from squall.state.providers.sqlite_store import SqliteStore
-
-        return SqliteStore(self, check_namespace(namespace))
-
-
-def _redis_checks() -> dict[str, OptionCheck]:
-    return {
-        **_common_checks(),
-        "url": redis_url_problem,
-        "connect_timeout": lambda value: seconds_problem("connect_timeout", value),
-        "socket_timeout": lambda value: seconds_problem("socket_timeout", value),
-    }
-
-
-@dataclass(frozen=True, repr=False)
-class RedisStateProvider(StateProvider):
-    """Stores in a Redis server, three keys per namespace (see
-    :mod:`squall.state.providers.redis_store`). Durable as far as the server's
-    persistence settings make it. Its repr hides the URL's password."""
-
-    name: ClassVar[str] = "redis"
-    durable: ClassVar[bool] = True
-
-    prefix: str
-    url: str
-    connect_timeout: float = DEFAULT_REDIS_CONNECT_TIMEOUT
-    socket_timeout: float = DEFAULT_REDIS_SOCKET_TIMEOUT
-
-    def __post_init__(self) -> None:
-        options = {
-            "namespace": self.prefix,
-            "url": self.url,
-            "connect_timeout": self.connect_timeout,
-            "socket_timeout": self.socket_timeout,
-        }
-        _raise_if(options_problem_of(self.name, options, _redis_checks()))
-
-    def __repr__(self) -> str:
-        from squall.trident.state.redis_state import redact_url
-
-        return (
-            f"RedisStateProvider(prefix={self.prefix!r}, url={redact_url(self.url)!r}, "
-            f"connect_timeout={self.connect_timeout!r}, socket_timeout={self.socket_timeout!r})"
-        )
-
-    @classmethod
-    def options_problem(cls, options: Mapping[Any, Any]) -> str | None:
-        """Why ``options`` are not this provider's options, or None."""
-        return options_problem_of(cls.name, options, _redis_checks(), required=("url",))
-
-    def make_store(self, namespace: str) -> StateStore:
-        """The store of ``namespace`` (its client connects at first use)."""
-        from squall.state.providers.redis_store import RedisStore
-
-        return RedisStore(self, check_namespace(namespace))
-
-
-def _postgres_checks() -> dict[str, OptionCheck]:
-    return {
-        **_common_checks(),
-        "dsn": postgres_dsn_problem,
-        "table": postgres_table_problem,
-        "connect_timeout": postgres_timeout_problem,
-    }
-
-
-@dataclass(frozen=True, repr=False)
-class PostgresStateProvider(StateProvider):
-    """Stores in three tables of a PostgreSQL database shared by every namespace (see
-    :mod:`squall.state.providers.postgres_store`); needs psycopg 3 (the ``postgres``
-    extra) where stores are made. Its repr hides the DSN's password."""
-
-    name: ClassVar[str] = "postgres"
-    durable: ClassVar[bool] = True
-
-    prefix: str
-    dsn: str
-    table: str = DEFAULT_POSTGRES_TABLE
-    #: Seconds to open a connection (None: the DSN's ``connect_timeout``, else 5).
-    connect_timeout: int | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        _raise_if(psycopg_problem())
-        options: dict[str, Any] = {"namespace": self.prefix, "dsn": self.dsn, "table": self.table}
-        if self.connect_timeout is not None:
-            options["connect_timeout"] = self.connect_timeout
-        _raise_if(options_problem_of(self.name, options, _postgres_checks()))
-
-    def __repr__(self) -> str:
-        from squall.connectors.postgres.connection import redact_dsn
-
-        return (
-            f"PostgresStateProvider(prefix={self.prefix!r}, dsn={redact_dsn(self.dsn)!r}, "
-            f"table={self.table!r}, connect_timeout={self.connect_timeout!r})"
-        )
-
-    @classmethod
-    def options_problem(cls, options: Mapping[Any, Any]) -> str | None:
-        """Why ``options`` are not this provider's options (or psycopg is missing), or
-        None."""
-        return psycopg_problem() or options_problem_of(
-            cls.name, options, _postgres_checks(), required=("dsn",)
-        )
-
-    def make_store(self, namespace: str) -> StateStore:
-        """The store of ``namespace`` (it connects at first use)."""
-        from squall.state.providers.postgres_store import PostgresStore
-
-        return PostgresStore(self, check_namespace(namespace))
-
-
-#: Provider name -> its class.
-PROVIDERS: dict[str, type[StateProvider]] = {
-    provider.name: provider
-    for provider in (
-        MemoryStateProvider,
-        SqliteStateProvider,
-        RedisStateProvider,
-        PostgresStateProvider,
-    )
+#: Provider short name -> the dotted path of its class (imported when used).
+PROVIDERS: dict[str, str] = {
+    "memory": f"{__name__}.MemoryStateProvider",
+    "sqlite": "squall.connectors.sqlite.provider.SqliteStateProvider",
+    "redis": "squall.connectors.redis.provider.RedisStateProvider",
+    "postgres": "squall.connectors.postgres.provider.PostgresStateProvider",
 }
 
 
-def _raise_if(problem: str | None) -> None:
-    if problem is not None:
-        raise ValueError(f"{PROVIDER_CONFIG_KEY}: {problem}")
+def _known() -> str:
+    return ", ".join(repr(known) for known in PROVIDERS)
+
+
+def _is_dotted_path(name: str) -> bool:
+    parts = name.split(".")
+    return len(parts) > 1 and all(part.isidentifier() for part in parts)
+
+
+def _why(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def resolve_provider(name: Any) -> type[StateProvider] | str:
+    """The provider class ``name`` (a short name of :data:`PROVIDERS` or a dotted class
+    path) names, its module imported; or why there is none, a message naming ``name``
+    and the known names. Runs where a topology is submitted and where a provider is
+    made."""
+    known = f"(known providers: {_known()})"
+    if isinstance(name, str) and name in PROVIDERS:
+        path, shown = PROVIDERS[name], f"{name!r} ({PROVIDERS[name]})"
+    elif isinstance(name, str) and _is_dotted_path(name):
+        path, shown = name, repr(name)
+    else:
+        return (
+            f"{PROVIDER_KEY}: unknown provider {name!r} (one of {_known()}) and not the "
+            "dotted path of a StateProvider class (package.module.Class)"
+        )
+    module_name, _, attribute = path.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # an import error, or any error the module raises
+        return f"{PROVIDER_KEY}: cannot import provider {shown}: {_why(error)} {known}"
+    if not hasattr(module, attribute):
+        return (
+            f"{PROVIDER_KEY}: unknown provider {shown}: module {module_name!r} has no "
+            f"attribute {attribute!r} {known}"
+        )
+    found = getattr(module, attribute)
+    if not isinstance(found, type) or not issubclass(found, StateProvider):
+        return (
+            f"{PROVIDER_KEY}: provider {shown} is not a StateProvider class (a subclass of "
+            f"squall.state.providers.StateProvider), got {found!r} {known}"
+        )
+    if inspect.isabstract(found):
+        missing = ", ".join(sorted(found.__abstractmethods__))
+        return (
+            f"{PROVIDER_KEY}: provider {shown} is an abstract class: it does not implement "
+            f"{missing} {known}"
+        )
+    return found
 
 
 def _settings(conf: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -244,32 +136,37 @@ def _settings(conf: Mapping[str, Any]) -> tuple[Any, Any]:
     return (DEFAULT_PROVIDER if name is None else name), ({} if options is None else options)
 
 
-def check_provider(conf: Mapping[str, Any], topology_name: str) -> str | None:
-    """Why the state provider settings of ``conf`` are wrong, or None: an unknown
-    provider, options that are not a dict, an unknown, missing or ill-typed option,
-    psycopg missing for ``postgres``. The message names the setting or option.
-
-    Runs where the topology is submitted; connects to nothing.
-    """
+def _checked(
+    conf: Mapping[str, Any], topology_name: str
+) -> tuple[type[StateProvider] | None, str | None]:
     name, options = _settings(conf)
-    if not isinstance(name, str) or name not in PROVIDERS:
-        known = ", ".join(repr(known) for known in PROVIDERS)
-        return f"{PROVIDER_KEY}: unknown provider {name!r} (one of {known})"
+    provider = resolve_provider(name)
+    if isinstance(provider, str):
+        return None, provider
     if not isinstance(options, Mapping):
-        return f"{PROVIDER_CONFIG_KEY}: must be a dict of options, got {options!r}"
-    if name == "postgres":
-        missing = psycopg_problem()
-        if missing is not None:
-            return f"{PROVIDER_KEY}: {missing}"
-    problem = PROVIDERS[name].options_problem(options)
+        return None, f"{PROVIDER_CONFIG_KEY}: must be a dict of options, got {options!r}"
+    problem = provider.options_problem(options)
     if problem is not None:
-        return f"{PROVIDER_CONFIG_KEY}: {problem}"
+        return None, f"{PROVIDER_CONFIG_KEY}: {problem}"
     if "namespace" not in options and (not isinstance(topology_name, str) or not topology_name):
-        return (
+        return None, (
             f"{PROVIDER_CONFIG_KEY}: 'namespace' defaults to the topology's name, which "
             f"must be a non-empty string, got {topology_name!r}"
         )
-    return None
+    return provider, None
+
+
+def check_provider(conf: Mapping[str, Any], topology_name: str) -> str | None:
+    """Why the state provider settings of ``conf`` are wrong, or None: an unknown
+    provider name, a class path that cannot be imported or is no provider class, options
+    that are not a dict, an unknown, missing or ill-typed option (as the provider class
+    checks them), a package the provider needs that is missing (``psycopg`` for
+    ``postgres``). The message names the setting or option.
+
+    Runs where the topology is submitted; imports the provider's module, connects to
+    nothing.
+    """
+    return _checked(conf, topology_name)[1]
 
 
 def provider_for(conf: Mapping[str, Any], topology_name: str) -> StateProvider:
@@ -280,27 +177,23 @@ def provider_for(conf: Mapping[str, Any], topology_name: str) -> StateProvider:
     Raises:
         ValueError: the settings are wrong; the message is :func:`check_provider`'s.
     """
-    problem = check_provider(conf, topology_name)
-    if problem is not None:
+    provider, problem = _checked(conf, topology_name)
+    if provider is None:
         raise ValueError(problem)
-    name, options = _settings(conf)
+    _, options = _settings(conf)
     arguments = {key: value for key, value in options.items() if key != "namespace"}
     prefix = options.get("namespace", topology_name)
-    make: Callable[..., StateProvider] = PROVIDERS[name]
+    make: Callable[..., StateProvider] = provider
     return make(prefix=prefix, **arguments)
 
 
 __all__ = [
-    "DEFAULT_POSTGRES_TABLE",
     "DEFAULT_PROVIDER",
-    "DEFAULT_SQLITE_DIRECTORY",
     "PROVIDERS",
     "PROVIDER_CONFIG_KEY",
     "PROVIDER_KEY",
     "MemoryStateProvider",
-    "PostgresStateProvider",
-    "RedisStateProvider",
-    "SqliteStateProvider",
     "check_provider",
     "provider_for",
+    "resolve_provider",
 ]

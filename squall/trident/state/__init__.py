@@ -6,10 +6,16 @@ values; ``()`` for a global aggregate) in a backing map, wrapped according to it
 :class:`StateType`: :class:`NonTransactionalMap` (plain values, over-counts on replay),
 :class:`TransactionalMap` (``(txid, value)``, skips a batch it already holds) or
 :class:`OpaqueMap` (``(txid, curr, prev)``, recomputes a replayed batch from ``prev``).
-Backends: :class:`MemoryMapState` (in-process), :class:`SqliteMapState` (a durable
-file), :class:`RedisMapState` (a Redis server); :class:`CachedMap` puts an LRU cache in
-front of any of them.
+Backends: :class:`MemoryMapState` (in-process) here; :class:`SqliteMapState` (a durable
+file, :mod:`squall.connectors.sqlite`) and :class:`RedisMapState` (a Redis server,
+:mod:`squall.connectors.redis`) live with their systems' connectors and are importable
+from here too. :class:`CachedMap` puts an LRU cache in front of any of them.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from squall.trident.state.base import (
     GLOBAL_KEY,
@@ -42,7 +48,6 @@ from squall.trident.state.memory_state import (
     StaticBackingMap,
     StaticMapStateFactory,
 )
-from squall.trident.state.redis_state import RedisMapState, RedisMapStateFactory
 from squall.trident.state.serialization import (
     JsonNonTransactionalSerializer,
     JsonOpaqueSerializer,
@@ -50,7 +55,30 @@ from squall.trident.state.serialization import (
     ValueSerializer,
     serializer_for,
 )
-from squall.trident.state.sqlite_state import SqliteMapState, SqliteMapStateFactory
+
+# The Redis and SQLite map states live in squall.connectors (each system's backends are
+# filed together), a layer above this package, which may not import it. They stay
+# importable from here as lazy attributes (PEP 562), imported at first use.
+_CONNECTOR_STATES = {
+    "RedisMapState": "squall.connectors.redis.state",
+    "RedisMapStateFactory": "squall.connectors.redis.state",
+    "SqliteMapState": "squall.connectors.sqlite.state",
+    "SqliteMapStateFactory": "squall.connectors.sqlite.state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _CONNECTOR_STATES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "GLOBAL_KEY",

@@ -1,5 +1,6 @@
 """The state interfaces of Trident (Storm's ``State``, ``MapState``, ``IBackingMap``,
-``StateFactory``), the stored value wrappers and the errors of the state package.
+``StateFactory``) and the stored value wrappers; the errors of states
+(:mod:`squall.runtime.state_errors`) are importable from here too.
 
 Everything here is engine-neutral: states are made by a picklable factory wherever a
 Trident partition runs (a local engine executor, a Spark executor in another process),
@@ -15,7 +16,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
-from squall.model.errors import SquallError
+# The state errors live in a module every layer of states can import (squall.state,
+# this package, the connectors' backends); they are re-exported here, where they were
+# first defined.
+from squall.runtime.state_errors import (
+    NotInCommitError as NotInCommitError,
+)
+from squall.runtime.state_errors import (
+    ReadOnlyStateError as ReadOnlyStateError,
+)
+from squall.runtime.state_errors import (
+    StateConnectionError as StateConnectionError,
+)
+from squall.runtime.state_errors import (
+    StateError as StateError,
+)
 
 #: The key of a global (ungrouped) aggregate: no group-by values.
 GLOBAL_KEY: tuple[Any, ...] = ()
@@ -64,24 +79,6 @@ def locality_of(factory: object) -> StateLocality:
     that is not a :class:`StateFactory` (any object with ``make_state``). Used where an
     engine places the tasks using a state (on the driver that submits the topology)."""
     return factory.locality if isinstance(factory, StateFactory) else StateLocality.SHARED
-
-
-class StateError(SquallError):
-    """A state was used against its contract (writes outside a commit, batches out of
-    txid order, writes to a read-only state, values a backend cannot store)."""
-
-
-class NotInCommitError(StateError):
-    """A write (``multi_update``/``multi_put``) was made outside
-    ``begin_commit(txid)`` ... ``commit(txid)``."""
-
-
-class ReadOnlyStateError(StateError):
-    """A write was made to a read-only state (a static lookup state)."""
-
-
-class StateConnectionError(StateError, ConnectionError):
-    """A state backend (a database server) cannot be reached. The message names it."""
 
 
 class TransactionalValue(NamedTuple):

@@ -22,13 +22,11 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from squall.runtime.state_errors import NotInCommitError, ReadOnlyStateError, StateError
 from squall.trident.state.base import (
     BackingMap,
     MapState,
-    NotInCommitError,
     OpaqueValue,
-    ReadOnlyStateError,
-    StateError,
     StateType,
     TransactionalValue,
     Updater,

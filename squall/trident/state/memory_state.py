@@ -18,11 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from squall.runtime.state_errors import ReadOnlyStateError, StateError
 from squall.trident.state.base import (
     BackingMap,
     MapState,
-    ReadOnlyStateError,
-    StateError,
     StateFactory,
     StateLocality,
     StateType,

@@ -17,12 +17,8 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any
 
-from squall.trident.state.base import (
-    OpaqueValue,
-    StateError,
-    StateType,
-    TransactionalValue,
-)
+from squall.runtime.state_errors import StateError
+from squall.trident.state.base import OpaqueValue, StateType, TransactionalValue
 
 _SEPARATORS = (",", ":")
 

@@ -16,9 +16,9 @@ process and database (tasks creating them at once wait for each other on an advi
 lock). Each prepare, commit and rollback is one transaction.
 
 Failures: nothing connects before the first operation. A server that cannot be reached,
-or goes away, raises :class:`~squall.trident.state.base.StateConnectionError` naming
+or goes away, raises :class:`~squall.runtime.state_errors.StateConnectionError` naming
 the server (password hidden) and the namespace; the next operation connects again. Any
-other database error raises :class:`~squall.trident.state.base.StateError`.
+other database error raises :class:`~squall.runtime.state_errors.StateError`.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from squall.connectors.postgres.connection import (
     server_lost,
     table_identifier,
 )
+from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
-from squall.trident.state.base import StateConnectionError, StateError
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import PostgresStateProvider
+    from squall.connectors.postgres.provider import PostgresStateProvider
 
 _Result = TypeVar("_Result")
 

@@ -18,14 +18,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from squall.runtime.coordination import close_process_connections, connect_sqlite
-from squall.trident.state.base import (
-    BackingMap,
-    StateError,
-    StateLocality,
-    StateType,
-    as_keys,
-    current_value,
-)
+from squall.runtime.state_errors import StateError
+from squall.trident.state.base import BackingMap, StateLocality, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import (
     deserialize_key,

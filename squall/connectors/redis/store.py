@@ -19,9 +19,9 @@ nothing if the prepared txid is not the one committed.
 
 Every command is bounded in time (``connect_timeout``, ``socket_timeout``); a broken
 connection is retried once on a new one. A server that cannot be reached raises
-:class:`~squall.trident.state.base.StateConnectionError` naming the URL (password
+:class:`~squall.runtime.state_errors.StateConnectionError` naming the URL (password
 hidden) and namespace; any other Redis error raises
-:class:`~squall.trident.state.base.StateError`.
+:class:`~squall.runtime.state_errors.StateError`.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from squall.connectors.redaction import redact_url
 from squall.connectors.redis.client import close_quietly, one_line
+from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
-from squall.trident.state.base import StateConnectionError, StateError
-from squall.trident.state.redis_state import redact_url
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import RedisStateProvider
+    from squall.connectors.redis.provider import RedisStateProvider
 
 #: The field of the prepared hash holding the prepared txid.
 TXID_FIELD = b""

@@ -20,13 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from squall.trident.state.base import (
-    BackingMap,
-    StateConnectionError,
-    StateType,
-    as_keys,
-    current_value,
-)
+from squall.connectors.redaction import redact_url
+from squall.runtime.state_errors import StateConnectionError
+from squall.trident.state.base import BackingMap, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
 from squall.trident.state.serialization import deserialize_key, serialize_key, serializer_for
 
@@ -45,24 +41,6 @@ _CHUNK = 10_000
 _SCHEMES = ("redis", "rediss", "unix")
 
 _Result = TypeVar("_Result")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password, if any (``user:password@`` or a ``password`` query
-    parameter), replaced by ``***`` (for error messages)."""
-    parts = urllib.parse.urlsplit(url)
-    redacted = url
-    if parts.password is not None:
-        netloc = parts.netloc.rsplit("@", 1)[1]
-        user = parts.username or ""
-        redacted = urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
-    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    if any(name.lower() == "password" for name, _ in pairs):
-        hidden = [(n, "***" if n.lower() == "password" else v) for n, v in pairs]
-        head, _, tail = redacted.partition("?")
-        _, hash_mark, fragment = tail.partition("#")
-        redacted = f"{head}?{urllib.parse.urlencode(hidden, safe='*')}{hash_mark}{fragment}"
-    return redacted
 
 
 def _check_url(url: Any) -> str:

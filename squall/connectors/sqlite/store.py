@@ -32,12 +32,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from squall.runtime.coordination import close_process_connections, connect_sqlite
+from squall.runtime.state_errors import StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import file_name_stem, qualified_namespace
-from squall.trident.state.base import StateError
 
 if TYPE_CHECKING:
-    from squall.state.providers.registry import SqliteStateProvider
+    from squall.connectors.sqlite.provider import SqliteStateProvider
 
 #: Seconds a write waits for another writer of the file.
 BUSY_TIMEOUT = 30.0
