@@ -36,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wordcount import SentenceSpout, SplitSentence, WordCount
 
 from squall import Config, Fields, TopologyBuilder
+from squall.runtime.engine_figures import SparkFigures
+from squall.runtime.metrics import TopologyInfo
 from squall.spark import SparkCluster
 from squall.spark.runtime.session import get_session
 
@@ -51,8 +53,14 @@ def word_count(sentences: int) -> Any:
     return builder.create_topology()
 
 
-def executions(info: Any) -> int:
+def executions(info: TopologyInfo) -> int:
     return int(info.components["split"].executed + info.components["count"].executed)
+
+
+def spark_figures(info: TopologyInfo) -> SparkFigures:
+    """The Spark engine's own figures of a topology (its micro-batches)."""
+    assert info.spark is not None, "not a topology of SparkCluster"
+    return info.spark
 
 
 def run_spark(cluster: SparkCluster, name: str, batch_size: int, batches: int) -> dict[str, Any]:
@@ -66,8 +74,8 @@ def run_spark(cluster: SparkCluster, name: str, batch_size: int, batches: int) -
     while True:
         info = cluster.get_topology_info(name)
         if info.status == "FAILED":
-            raise RuntimeError(f"{name} failed: {info.extra.get('errors')}")
-        if started is None and info.extra["batches"] >= 1:
+            raise RuntimeError(f"{name} failed: {spark_figures(info).first.errors}")
+        if started is None and spark_figures(info).first.batches >= 1:
             started = (time.perf_counter(), executions(info))
         if info.components["sentences"].acked >= sentences:
             break
@@ -78,8 +86,8 @@ def run_spark(cluster: SparkCluster, name: str, batch_size: int, batches: int) -
     cluster.kill_topology(name)
     return {
         "per_sec": done / (ended - started[0]),
-        "median_batch_ms": info.extra["median_batch_ms"],
-        "batches": info.extra["batches"],
+        "median_batch_ms": spark_figures(info).first.median_batch_ms,
+        "batches": spark_figures(info).first.batches,
         "failed": info.components["sentences"].failed,
     }
 

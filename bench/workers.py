@@ -24,7 +24,7 @@ the last bolt's ``executed`` count at its expected total without (read from
   crossing workers is estimated from CPU time: the utime + stime of every worker
   process (``/proc/<pid>/stat``, read when the work is done, before the kill), two
   processes minus one, divided by the tuples sent between workers
-  (``get_topology_info(name).extra["transferred_between_workers"]``, acker messages
+  (``get_topology_info(name).local.transferred_between_workers``, acker messages
   included). It is an upper bound: it also counts the time a worker spends waiting
   for its peer (the loop spins briefly before it sleeps) and a second start-up; with
   acking, also the acker messages that two workers send where one worker combines
@@ -193,15 +193,16 @@ def run_until(
                 break
             time.sleep(POLL_SECS)
         elapsed = time.perf_counter() - started
-        processes = info.extra.get("worker_processes", [])
-        worker_cpu = sum(process_cpu_secs(p["pid"]) for p in processes)
+        assert info.local is not None
+        processes = info.local.worker_processes
+        worker_cpu = sum(process_cpu_secs(p.pid) for p in processes if p.pid is not None)
         return {
             "seconds": elapsed,
             "components": {c: s.executed for c, s in info.components.items()},
             "acked": acked,
             "failed": info.components[spout].failed,
             "worker_cpu_secs": worker_cpu if processes else None,
-            "crossed": info.extra.get("transferred_between_workers", 0),
+            "crossed": info.local.transferred_between_workers,
         }
 
 

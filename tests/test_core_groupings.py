@@ -176,7 +176,8 @@ def test_shuffle_and_none_spread_each_emitters_tuples_exactly_evenly(engine: Eng
     # Spark: two micro-batches, so each emitter's round robin goes on across batches.
     done = run_to_end(engine, builder, [spout], {BATCH_MAX_TUPLES: 10})
     if engine.is_spark:
-        assert done.info.extra["batches"] == 2
+        assert done.info.spark is not None
+        assert done.info.spark.first.batches == 2
 
     sources = done.tasks("src")
     for sink, component in ((shuffle, "shuffle"), (none, "none")):

@@ -123,13 +123,10 @@ def test_two_workers_run_their_tasks_in_two_processes_and_every_tree_is_acked(
     assert info.components["where"].executed == 100
     assert info.components["numbers"].acked == 100
     assert info.components["numbers"].emitted == 100
-    assert info.extra["worker_kind"] == "process"
-    assert sorted(w["pid"] for w in info.extra["worker_processes"]) == sorted(workers)
-    assert info.extra["transferred_between_workers"] > 0
     assert info.local is not None and info.local.worker_kind == "process"
     assert sorted(w.pid or 0 for w in info.local.worker_processes) == sorted(workers)
     assert [w.worker for w in info.local.worker_processes] == [0, 1]
-    assert info.local.transferred_between_workers == info.extra["transferred_between_workers"]
+    assert info.local.transferred_between_workers > 0
     cluster.kill_topology("two", wait_secs=0)
     for pid in workers:
         wait_until(lambda pid=pid: pid_gone(pid), timeout=10.0)  # type: ignore[misc]
@@ -193,9 +190,10 @@ def test_a_sigkilled_worker_comes_back_and_its_trees_are_replayed(
     prepares = [pid for worker, pid in bolt.record.get("prepare") if worker == 1]
     assert len(prepares) == 2 and prepares[0] == holder and prepares[1] != holder
     info = cluster.get_topology_info("crash")
-    restarted = [w for w in info.extra["worker_processes"] if w["restarts"]]
-    assert [w["restarts"] for w in restarted] == [1]
-    assert restarted[0]["pid"] == prepares[1]
+    assert info.local is not None
+    restarted = [w for w in info.local.worker_processes if w.restarts]
+    assert [w.restarts for w in restarted] == [1]
+    assert restarted[0].pid == prepares[1]
     assert info.components["numbers"].timed_out >= len(held)
 
 
@@ -251,7 +249,8 @@ def test_counts_keep_a_sigkilled_workers_figures(cluster: LocalCluster) -> None:
     assert len(emits) == 2 * count and emits.count(before) == count
     assert len(spout.record.get("ack")) == 2 * count
     info = cluster.get_topology_info("recount")
-    assert [w["restarts"] for w in info.extra["worker_processes"] if w["restarts"]] == [1]
+    assert info.local is not None
+    assert [w.restarts for w in info.local.worker_processes if w.restarts] == [1]
     window = history.window(time.monotonic(), info, 600).components
     assert (window["numbers"].emitted, window["numbers"].acked) == (count, count)
     assert window["where"].executed == count
@@ -577,7 +576,8 @@ def test_a_slow_bolt_on_another_worker_holds_the_spout_back(cluster: LocalCluste
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
         info = cluster.get_topology_info("pressure")
-        deepest = max(deepest, info.extra["queued"])
+        assert info.local is not None
+        deepest = max(deepest, info.local.queued)
         if info.components["slow"].executed > 4 * buffer:
             break
         time.sleep(0.01)

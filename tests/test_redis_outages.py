@@ -229,7 +229,7 @@ def error_texts(info: TopologyInfo) -> list[str]:
     """Every error the topology reported: each component's, and on Spark the failed
     micro-batches'."""
     texts = [e.error for stats in info.components.values() for e in stats.errors]
-    return texts + list(info.extra.get("errors", []))
+    return texts + (info.spark.first.errors if info.spark else [])
 
 
 @pytest.fixture
@@ -330,8 +330,9 @@ class SparkOutages:
             info = run.info()
 
         assert clock.waits == [100, 200, 400, 400, 100, 200]  # a success resets it
-        assert info.extra["retries"] == 6
-        errors = info.extra["errors"]
+        assert info.spark is not None
+        assert info.spark.first.retries == 6
+        errors = info.spark.first.errors
         assert len(errors) == 6
         assert all(f"RedisMapState cannot reach {server.redacted} (key prefix" in e for e in errors)
         assert all(PASSWORD not in e for e in errors)

@@ -134,7 +134,8 @@ def test_prepare_runs_once_per_task_life_and_state_carries_over_batches(cluster:
     conf = {**CONF, "topology.spark.batch.max.tuples": 4}
     cluster.submit_topology("warm", conf, builder.create_topology())
     assert cluster.wait_idle("warm")
-    assert cluster.get_topology_info("warm").extra["batches"] == 10
+    figures = cluster.get_topology_info("warm").spark
+    assert figures is not None and figures.first.batches == 10
     prepared = bolt.record.get("prepared")
     assert len(prepared) == len(set(prepared))  # once per task and worker process
     assert len(prepared) < 2 * 10  # fewer than (task, batch) runs: warm workers reused

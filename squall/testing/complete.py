@@ -132,7 +132,7 @@ def complete_topology(
                 )
                 raise TimeoutError(
                     f"topology did not complete in {timeout_secs} s: spouts not exhausted: "
-                    f"{waiting or 'none'}; {running.info().extra}"
+                    f"{waiting or 'none'}; {running.info().local}"
                 )
             time.sleep(0.002)
         info = running.info()
