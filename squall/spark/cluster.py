@@ -27,13 +27,13 @@ from squall.spark.control.shape import check_shape
 from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
+from squall.spark.launch.javaerrors import python_failure
+from squall.spark.launch.pythonexec import is_local_master
+from squall.spark.launch.resources import Resources
+from squall.spark.launch.session import get_session
 from squall.spark.plan.batch import SourcePlan, query_plans
 from squall.spark.plan.core import core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
-from squall.spark.runtime.javaerrors import python_failure
-from squall.spark.runtime.pythonexec import is_local_master
-from squall.spark.runtime.resources import Resources
-from squall.spark.runtime.session import get_session
 from squall.spark.sources.datasource import SpoutSource
 
 if TYPE_CHECKING:

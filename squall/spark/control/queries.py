@@ -29,8 +29,8 @@ from squall.spark.execute.driver import MicroBatchDriver, Pipeline
 from squall.spark.execute.taskstate import CoreSetup, write_setup
 from squall.spark.plan.batch import QueryPlan, SourcePlan
 from squall.spark.plan.core import CorePlan
+from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.datasource import SOURCE_NAME
-from squall.spark.sources.readers import READERS
 from squall.spark.sources.setup import SourceSetup
 from squall.spark.sources.spoutlog import SpoutLog
 

@@ -19,7 +19,7 @@ from squall.spark.execute.packets import PACKET_SCHEMA, Packet
 from squall.spark.execute.routing import aligned
 from squall.spark.execute.stages import SegmentStage, timed_run
 from squall.spark.plan.batch import QueryPlan, SegmentPlan
-from squall.spark.sources.readers import READERS
+from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment

@@ -25,8 +25,8 @@ from squall.spark.execute.packets import (
     unpack_values,
 )
 from squall.spark.execute.routing import route
+from squall.spark.launch.processsetup import prepare_process
 from squall.spark.plan.batch import SegmentPlan
-from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, PersistProcessor, Processor
 

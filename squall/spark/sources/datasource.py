@@ -3,7 +3,7 @@
 ``spark.readStream.format("squall_spout").option("setup", path)...``: the set-up file
 the cluster wrote says what the source is, and the data source makes its reader: a
 core topology's spout (:class:`~squall.spark.sources.coresource.CoreSpoutReader`) for a
-core set-up, else the reader the source's set-up names (see ``sources.readers``).
+core set-up, else the reader the source's set-up names (see ``sources.batchreaders``).
 
 Runs in the Python processes Spark starts for the source (the driver side).
 """

@@ -18,7 +18,7 @@ from squall.trident.spouts import BatchSpout, OpaquePartitionedTridentSpout, Par
 
 if TYPE_CHECKING:
     from squall.spark.execute.taskstate import CoreSetup
-    from squall.spark.sources.reader import SourceReader
+    from squall.spark.sources.sourcereader import SourceReader
 
 
 @dataclass
@@ -26,7 +26,7 @@ class SourceSetup:
     """One source of a query's plan, as its reader sees it."""
 
     source_id: str
-    #: The reader of this kind of source (see ``sources.readers``).
+    #: The reader of this kind of source (see ``sources.batchreaders``).
     reader: type[SourceReader]
     #: The Trident spout, a transactional topology's spout, or None (a DRPC stream).
     spout: (
