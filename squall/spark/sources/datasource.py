@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import CoreSetup
+from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.setup import read_setup
 
 SOURCE_NAME = "squall_spout"
@@ -40,4 +41,4 @@ class SpoutSource(DataSource):
             from squall.spark.sources.coresource import CoreSpoutReader
 
             return CoreSpoutReader(options, setup)
-        return setup.reader(options, setup)
+        return READERS[setup.kind](options, setup)

@@ -26,7 +26,6 @@ from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.taskstate import CoreSetup, write_setup
 from squall.spark.plan.batch import QueryPlan, SourcePlan
 from squall.spark.plan.core import CorePlan
-from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.datasource import SOURCE_NAME
 from squall.spark.sources.setup import SourceSetup
 from squall.spark.sources.spoutlog import SpoutLog
@@ -229,7 +228,7 @@ def start_batch_query(
         files.make()
         setup = SourceSetup(
             source.component_id,
-            READERS[source.kind],
+            source.kind,
             source.spout,
             source.outputs,
             Fields(list(source.fields)),
