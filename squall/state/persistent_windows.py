@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.state.windowed import StatefulWindowedBoltExecutor
-from squall.windowing.executor import WindowedOutputCollector
+from squall.state.bolt import StatefulBolt
+from squall.windowing.executor import WindowedBoltExecutor, WindowedOutputCollector
 from squall.windowing.window import TupleWindow
 
 if TYPE_CHECKING:
@@ -81,9 +81,12 @@ class PersistentWindowCollector(WindowedOutputCollector):
         """No effect: window tuples are acked once saved."""
 
 
-class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
-    """Runs a :class:`~squall.state.windowed.StatefulWindowedBolt` made with
-    ``with_persistence()``: see the module docstring."""
+class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
+    """The persistence of a stateful windowed bolt's executor made with
+    ``with_persistence()`` (see the module docstring): put before the executor in the
+    bases (:class:`~squall.state.windowed.PersistentWindowedBoltExecutor`), it saves
+    and restores the windows around the executor's own checkpoint hooks, which hand
+    them on to the bolt."""
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -178,22 +181,22 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
         """Restore the windows as last committed, then hand the bolt its state."""
         self._restore()
         self._initialized = True
-        self.bolt.init_state(state)
+        super().init_state(state)
 
     def pre_prepare(self, txid: int) -> None:
         """The bolt's hook, then the windows are prepared for ``txid``."""
-        self.bolt.pre_prepare(txid)
+        super().pre_prepare(txid)
         self._save(txid)
 
     def pre_commit(self, txid: int) -> None:
         """The bolt's hook, then the windows prepared for ``txid`` are committed."""
-        self.bolt.pre_commit(txid)
+        super().pre_commit(txid)
         self.window_state.commit(txid)
 
     def pre_rollback(self) -> None:
         """The bolt's hook, then the windows go back to the last commit (the tuples
         since are replayed by their spouts)."""
-        self.bolt.pre_rollback()
+        super().pre_rollback()
         self.window_state.rollback()
         if self._initialized:
             self._restore()
@@ -317,4 +320,4 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
                 window_state.close()
 
 
-__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindowedBoltExecutor"]
+__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindows"]
