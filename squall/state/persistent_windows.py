@@ -39,6 +39,7 @@ from squall.windowing.window import TupleWindow
 
 if TYPE_CHECKING:
     from squall.state.base import BufferedKeyValueState, KeyValueState
+    from squall.windowing.bolt import WindowedBolt
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,11 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
 
     # -- set-up -----------------------------------------------------------------------
 
+    def __init__(self, bolt: WindowedBolt) -> None:
+        super().__init__(bolt)
+        #: Whether ``prepare`` opened the window state's store (``cleanup`` closes it).
+        self._window_state_open = False
+
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
         """Nothing to check: window tuples are acked at the checkpoint that saves them,
         so neither the message timeout nor ``topology.max.spout.pending`` bounds the
@@ -112,6 +118,7 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             window_namespace(context.component_id, context.task_index),
             f"windowed bolt {context.component_id!r} task {context.task_index} (windows)",
         )
+        self._window_state_open = True
         self._forget_entries()
 
     def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
@@ -315,9 +322,8 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
         try:
             super().cleanup()
         finally:
-            window_state = getattr(self, "window_state", None)
-            if window_state is not None:
-                window_state.close()
+            if self._window_state_open:
+                self.window_state.close()
 
 
 __all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindows"]
