@@ -39,7 +39,7 @@ from squall import Config, Fields, TopologyBuilder
 from squall.runtime.engine_figures import SparkFigures
 from squall.runtime.metrics import TopologyInfo
 from squall.spark import SparkCluster
-from squall.spark.runtime.session import get_session
+from squall.spark.launch.session import get_session
 
 #: Micro-batches measured per batch size (after the warm-up batch).
 BATCHES = {1_000: 20, 10_000: 10, 100_000: 4}

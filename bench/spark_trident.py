@@ -35,7 +35,7 @@ from wordcount import SENTENCE_POOL, make_sentences
 from squall import Config
 from squall.model.fields import Fields
 from squall.spark import SparkCluster
-from squall.spark.runtime.session import get_session
+from squall.spark.launch.session import get_session
 from squall.trident import BatchSpout, Count, Function, TridentTopology
 from squall.trident.state import MemoryMapState
 

@@ -203,7 +203,7 @@ TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 def spark() -> Iterator[object]:
     """One SparkSession for every Spark test of the run (of each xdist worker): starting
     one takes seconds."""
-    from squall.spark.runtime.session import get_session
+    from squall.spark.launch.session import get_session
 
     # Spark's scratch space (spark-*, blockmgr-*, artifacts-*, native libraries) goes to
     # a directory of the run, removed at its end, not to the system's /tmp.

@@ -12,7 +12,7 @@ import pytest
 from squall import Config, Fields, InvalidTopologyError, LocalCluster, ManualClock
 from squall.runtime.backoff import DEFAULT_INITIAL_MS, DEFAULT_MAX_MS, RetryBackoff
 from squall.runtime.clock import Clock
-from squall.spark.execute.retries import BatchRetries
+from squall.spark.streaming.retries import BatchRetries
 from squall.trident import Count, FixedBatchSpout, TridentTopology
 from squall.trident.state import MemoryMapState
 

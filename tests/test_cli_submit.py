@@ -24,7 +24,7 @@ from squall.cli.submit import (
     submit_command,
     with_absolute_paths,
 )
-from squall.spark.runtime.javaoptions import QUICK_COMPILER
+from squall.spark.launch.javaoptions import QUICK_COMPILER
 
 
 def test_squall_is_zipped_from_its_sources_without_caches(tmp_path: Path) -> None:

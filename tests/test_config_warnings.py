@@ -164,9 +164,9 @@ def test_the_warning_can_be_silenced_by_its_class() -> None:
 
 @pytest.mark.spark
 def test_the_spark_engines_keys_are_known() -> None:
-    from squall.spark.control.queries import BATCH_INTERVAL_KEY
-    from squall.spark.execute.retries import RETRIES_KEY
     from squall.spark.sources.spouttasks import BATCH_MAX_TUPLES_KEY
+    from squall.spark.streaming.queries import BATCH_INTERVAL_KEY
+    from squall.spark.streaming.retries import RETRIES_KEY
 
     assert {BATCH_INTERVAL_KEY, BATCH_MAX_TUPLES_KEY, RETRIES_KEY} == SPARK_KEYS
 

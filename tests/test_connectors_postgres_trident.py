@@ -68,7 +68,7 @@ def test_word_count_is_exact_and_committed_where_the_partitions_run(
         )
         run.drain()
         if engine.is_spark:
-            from squall.spark.execute.batchpipeline import runs_on_driver
+            from squall.spark.streaming.batchpipeline import runs_on_driver
 
             stages = run.cluster._get(run.name).queries[0].plan.segments
             assert not runs_on_driver(next(stage for stage in stages if stage.committer))

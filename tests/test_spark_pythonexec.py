@@ -17,8 +17,8 @@ import pytest
 
 from squall import BasicBolt, Spout, TopologyBuilder
 from squall.spark import SparkCluster
-from squall.spark.runtime import session
-from squall.spark.runtime.pythonexec import is_local_master, launcher_path, worker_python
+from squall.spark.launch import session
+from squall.spark.launch.pythonexec import is_local_master, launcher_path, worker_python
 from squall.testing import SharedRecord
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the launcher is a POSIX script")

@@ -18,12 +18,12 @@ from click.testing import CliRunner, Result
 
 from squall.cli.main import main
 from squall.spark.errors import SparkUnavailableError
-from squall.spark.runtime import session
-from squall.spark.runtime.javaerrors import innermost_cause, python_failure
-from squall.spark.runtime.javaoptions import QUICK_COMPILER, read_spark_defaults
-from squall.spark.runtime.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
-from squall.spark.runtime.masters import check_master
-from squall.spark.runtime.session import session_settings
+from squall.spark.launch import session
+from squall.spark.launch.javaerrors import innermost_cause, python_failure
+from squall.spark.launch.javaoptions import QUICK_COMPILER, read_spark_defaults
+from squall.spark.launch.jvm import QUIET_LOG_CONFIGURATION, JvmOutput, output_conf
+from squall.spark.launch.masters import check_master
+from squall.spark.launch.session import session_settings
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)

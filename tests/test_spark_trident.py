@@ -192,7 +192,7 @@ def test_squall_run_with_the_spark_engine(spark: Any, tmp_path: Path) -> None:
 
 
 def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from squall.spark.runtime.session import SparkUnavailableError, check_java
+    from squall.spark.launch.session import SparkUnavailableError, check_java
 
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere

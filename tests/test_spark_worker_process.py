@@ -12,7 +12,7 @@ def test_prepare_process_freezes_the_start_up_heap_once_and_later_cycles_are_col
     script = textwrap.dedent(
         """
         import gc
-        from squall.spark.runtime.workerprocess import prepare_process
+        from squall.spark.launch.processsetup import prepare_process
 
         assert gc.get_freeze_count() == 0
         prepare_process()

@@ -130,3 +130,21 @@ def test_the_system_topology_keeps_the_description() -> None:
     built = builder.build_topology()
     assert isinstance(built.batch_ir, TransactionalIR)
     assert system_topology(built, {}).batch_ir is built.batch_ir
+
+
+def test_the_description_names_the_users_spout_and_batch_bolts_and_numbers_no_stream() -> None:
+    spout = MemoryPartitionedSpout([["a"]], 1)
+    count, committer = BatchCount(), UpdateGlobalCount(Database())
+    builder = TransactionalTopologyBuilder("words", "spout", spout, 2)
+    builder.set_bolt("count", count).none_grouping("spout")
+    builder.set_committer_bolt("sum", committer).global_grouping("count")
+    ir = builder.build_topology().batch_ir
+    assert isinstance(ir, TransactionalIR)
+
+    found = ir.user_components()
+    assert list(found) == ["spout", "count", "sum"]
+    assert isinstance(found["spout"], PartitionedSpoutAdapter)
+    assert found["spout"].spout is spout
+    assert found["count"] is count and found["sum"] is committer
+    assert ir.numbered_streams is False
+    ir.check_worker_processes("words")  # nothing to refuse

@@ -1160,3 +1160,15 @@ def test_the_system_topology_carries_the_ir_and_core_topologies_have_none() -> N
     builder.set_spout("spout", FixedTupleSpout([["a"]], Fields("word")), 1)
     builder.set_bolt("bolt", CapturingBolt(), 1).shuffle_grouping("spout")
     assert builder.create_topology().batch_ir is None
+
+
+def test_the_ir_names_the_users_spouts_and_numbers_its_streams() -> None:
+    topology = three_spout_kinds()
+    topology.new_drpc_stream("words", LocalDRPC()).peek(print)
+    ir = compiled(topology)
+    assert [source.component_id for source in ir.sources][-1] == "drpc-words"
+    found = ir.user_components()
+    assert list(found) == ["batch", "transactional", "opaque"]  # no DRPC stream
+    assert found["batch"] is SENTENCES
+    assert found["transactional"] is TRANSACTIONAL and found["opaque"] is OPAQUE
+    assert ir.numbered_streams is True

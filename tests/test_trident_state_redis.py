@@ -356,7 +356,7 @@ def test_spark_executors_update_redis_state_exactly_once(
     the exact counts."""
     import os
 
-    from squall.spark.execute.batchpipeline import runs_on_driver
+    from squall.spark.streaming.batchpipeline import runs_on_driver
     from tests.spark_states import NotingRedisFactory, noted_commits, noted_pids
 
     factory = NotingRedisFactory(
@@ -384,7 +384,7 @@ def test_spark_executors_update_redis_state_exactly_once(
 def test_spark_memory_state_stays_on_the_driver(spark: Any, tmp_path: Any) -> None:
     """``MemoryMapState`` is in-process: its update runs on the driver, whose store the
     test reads, exact after the micro-batch failed after its update."""
-    from squall.spark.execute.batchpipeline import runs_on_driver
+    from squall.spark.streaming.batchpipeline import runs_on_driver
     from squall.trident.state import MemoryMapState
 
     factory = MemoryMapState.factory(StateType.OPAQUE)

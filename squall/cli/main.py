@@ -153,9 +153,9 @@ def spark_scratch(
     if engine != "spark" or _active_spark_session():
         yield spark_conf
         return
-    from squall.spark.runtime.jvm import EXTRA_JAVA_OPTIONS
-    from squall.spark.runtime.pythonexec import is_local_master
-    from squall.spark.runtime.session import DEFAULT_MASTER, launched_by_spark_submit
+    from squall.spark.launch.jvm import EXTRA_JAVA_OPTIONS
+    from squall.spark.launch.pythonexec import is_local_master
+    from squall.spark.launch.session import DEFAULT_MASTER, launched_by_spark_submit
 
     if launched_by_spark_submit():
         yield spark_conf

@@ -26,7 +26,7 @@ from pathlib import Path
 import squall
 from squall.cli.loader import TopologyTarget
 from squall.spark.control.location import checkpoint_location
-from squall.spark.runtime.javaoptions import (
+from squall.spark.launch.javaoptions import (
     DRIVER_OPTIONS,
     read_spark_defaults,
     spark_defaults_file,
@@ -109,7 +109,7 @@ def submit_command(
     """The ``spark-submit`` command line of ``submission`` (``program``: spark-submit).
 
     The driver's JVM gets the JIT's quick compiler (see
-    :mod:`squall.spark.runtime.javaoptions`) after the driver options in effect: the
+    :mod:`squall.spark.launch.javaoptions`) after the driver options in effect: the
     submission's, else those of ``defaults`` (the ``spark-defaults.conf`` of
     ``program``'s Spark home, read when None). The executors get it from the session
     the driver starts."""

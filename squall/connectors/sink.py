@@ -47,6 +47,14 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
     max_delay_secs: float | None
     collector: OutputCollector
 
+    def __init__(self) -> None:
+        """No task yet: :meth:`start_buffer` (from ``prepare``) starts the buffer; the
+        counters are zero until then."""
+        #: Whether :meth:`start_buffer` ran (the task was prepared).
+        self._prepared = False
+        self._written = 0
+        self._failed_writes = 0
+
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the :attr:`transient` attributes."""
         state = dict(vars(self))
@@ -56,7 +64,7 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
-        if "_written" in state:  # a prepared task: it starts with an empty buffer
+        if self._prepared:  # it starts with an empty buffer
             self._buffer: list[Tuple] = []
             self._items: list[Any] = []
 
@@ -69,6 +77,7 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
     def start_buffer(self, collector: OutputCollector, label: str) -> None:
         """Start the task's empty buffer and counters (from ``prepare``); ``label``
         names the sink in error messages (``PostgresInsertBolt 'sink'``)."""
+        self._prepared = True
         self.collector = collector
         self.label = label
         self._buffer = []
@@ -151,15 +160,15 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
         """The items written (``written_metric``) and ``failed_writes`` (batches whose
         tuples were failed)."""
         return {
-            self.written_metric: getattr(self, "_written", 0),
-            "failed_writes": getattr(self, "_failed_writes", 0),
+            self.written_metric: self._written,
+            "failed_writes": self._failed_writes,
         }
 
     def flush_at_cleanup(self) -> bool:
         """Write what is buffered (from ``cleanup``); False if the task was never
         prepared. Not guaranteed to run: a killed process skips it, and its unwritten
         tuples, never acked, are replayed by a reliable spout."""
-        if not hasattr(self, "_buffer"):
+        if not self._prepared:
             return False
         self.flush()
         return True

@@ -55,7 +55,6 @@ from squall.model.errors import ComponentError, InvalidTopologyError, SquallErro
 from squall.model.topology import StormTopology
 from squall.runtime import codepickle
 from squall.runtime.engine_figures import LocalFigures, WorkerProcess
-from squall.runtime.hooks import ChecksWorkerProcesses, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.shipping import check_picklable, pickle_by_value
 
@@ -210,7 +209,7 @@ class ProcessTopology(SubmittedTopology):
     Raises:
         InvalidTopologyError: the topology is invalid, a component cannot be pickled
             (naming it and its attribute), or what it was compiled from refuses worker
-            processes (``ChecksWorkerProcesses``: a Trident query of a state each
+            processes (``BatchIR.check_worker_processes``: a Trident query of a state each
             process keeps in memory that cannot be sent to the process holding its key).
     """
 
@@ -222,7 +221,7 @@ class ProcessTopology(SubmittedTopology):
         coordination_dir: Path,
     ) -> None:
         super().__init__(name, conf, topology)
-        if implements(topology.batch_ir, ChecksWorkerProcesses):
+        if topology.batch_ir is not None:
             topology.batch_ir.check_worker_processes(name)
         for spec in topology:
             check_picklable(spec.component, spec.component_id, DESTINATION)

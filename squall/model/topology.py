@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from squall.model.batch_ir import BatchIR
 from squall.model.declarer import StreamDeclaration
 from squall.model.errors import TopologyOrderError
 from squall.model.fields import Fields
@@ -312,4 +313,4 @@ class StormTopology:
     #: topology's :class:`squall.trident.ir.TridentIR`, a transactional topology's
     #: :class:`squall.transactional.ir.TransactionalIR` (set by their compilers, kept by
     #: ``system_topology``); ``None`` for every other topology.
-    batch_ir: Any = None
+    batch_ir: BatchIR | None = None

@@ -4,8 +4,8 @@ It needs the ``spark`` extra (``pip install 'squall[spark]'``): importing this p
 without it raises :class:`SparkExtraMissingError`, which names the command.
 """
 
+from squall.spark.errors import SparkUnavailableError
 from squall.spark.requirements import SparkExtraMissingError, require_spark_extra
-from squall.spark.runtime.session import SparkUnavailableError
 
 require_spark_extra()
 

@@ -21,21 +21,21 @@ from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
 from squall.spark.control import storage
 from squall.spark.control.location import CheckpointLocationError, checkpoint_location
-from squall.spark.control.queries import Query, start_batch_query, start_core_query
 from squall.spark.control.reach import check_executors_reach
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.control.shape import check_shape
 from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
+from squall.spark.launch.javaerrors import python_failure
+from squall.spark.launch.pythonexec import is_local_master
+from squall.spark.launch.resources import Resources
+from squall.spark.launch.session import get_session
 from squall.spark.plan.batch import SourcePlan, query_plans
 from squall.spark.plan.core import core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
-from squall.spark.runtime.javaerrors import python_failure
-from squall.spark.runtime.pythonexec import is_local_master
-from squall.spark.runtime.resources import Resources
-from squall.spark.runtime.session import get_session
 from squall.spark.sources.datasource import SpoutSource
+from squall.spark.streaming.queries import Query, start_batch_query, start_core_query
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

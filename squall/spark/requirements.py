@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from squall.spark.runtime.session import SparkUnavailableError
+from squall.spark.launch.session import SparkUnavailableError
 
 #: The distributions the ``spark`` extra installs, by the module each provides.
 SPARK_EXTRA_MODULES = ("pyspark", "pyarrow", "pandas")

@@ -47,6 +47,8 @@ class CheckpointSpout(Spout):
 
     def __init__(self, interval_ms: float = DEFAULT_INTERVAL_MS) -> None:
         self.interval_ms = interval_ms
+        #: Whether ``open`` opened the record's store (``close`` closes it).
+        self._state_open = False
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """``$checkpoint``: ``[txid, action, seq]``."""
@@ -64,6 +66,7 @@ class CheckpointSpout(Spout):
         self._state: BufferedKeyValueState = provider.make_state(
             CHECKPOINT_COMPONENT, f"component {CHECKPOINT_COMPONENT!r}"
         )
+        self._state_open = True
         stored = self._state.get(_RECORD_KEY)
         self.record = Record.initial() if stored is None else Record.from_value(stored)
         self._saves = self._state.committed_txid() or 0
@@ -136,9 +139,8 @@ class CheckpointSpout(Spout):
 
     def close(self) -> None:
         """Close the provider's connection."""
-        state = getattr(self, "_state", None)
-        if state is not None:
-            state.close()
+        if self._state_open:
+            self._state.close()
 
     def _schedule_prepare(self) -> None:
         self._next = None

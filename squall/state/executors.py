@@ -22,6 +22,7 @@ Where it runs: on the bolt task's thread, as the task's component.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,8 @@ class CheckpointedBolt(WrappedBolt):
         #: Replaced in ``prepare`` (here so that ``holding`` answers before it).
         self._alignment = BarrierAlignment(frozenset())
         self._ready = True
+        #: The state stores ``prepare`` opened, in order; ``cleanup`` closes them.
+        self._stores: list[BufferedKeyValueState] = []
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """The bolt's streams, and ``$checkpoint``."""
@@ -142,6 +145,7 @@ class CheckpointedBolt(WrappedBolt):
         self._records: BufferedKeyValueState = self._provider.make_state(
             checkpoint_namespace(context.component_id, context.task_index), self._label
         )
+        self._stores.append(self._records)
         #: Tracked inputs whose execute returned without an ack or fail: id -> tuple.
         self._unacked: dict[int, Tuple] = {}
         #: The input being executed, and whether the bolt acked or failed it already.
@@ -161,13 +165,13 @@ class CheckpointedBolt(WrappedBolt):
             self.bolt.prepare(conf, context, tracking)  # type: ignore[arg-type, call-arg]
 
     def cleanup(self) -> None:
-        """Clean the bolt up, then close the records' store."""
-        try:
+        """Clean the bolt up, then close the stores ``prepare`` opened (the records',
+        then a stateful bolt's state), each even if closing one before it raised."""
+        stores, self._stores = self._stores, []
+        with ExitStack() as closing:
+            for store in reversed(stores):  # the callbacks run last in, first out
+                closing.callback(store.close)
             self.bolt.cleanup()
-        finally:
-            records = getattr(self, "_records", None)
-            if records is not None:
-                records.close()
 
     # -- tuples -----------------------------------------------------------------------
 
@@ -411,15 +415,7 @@ class StatefulBoltExecutor(CheckpointedBolt):
             state_namespace(context.component_id, context.task_index),
             f"StatefulBolt {context.component_id!r} task {context.task_index}",
         )
-
-    def cleanup(self) -> None:
-        """Clean the bolt up, then close its state's store."""
-        try:
-            super().cleanup()
-        finally:
-            state = getattr(self, "state", None)
-            if state is not None:
-                state.close()
+        self._stores.append(self.state)
 
     def acked(self, tup: Tuple) -> None:
         """The bolt acked ``tup``: the ack waits for the commit."""

@@ -47,6 +47,8 @@ class MicroBatchStatefulBolt(WrappedBolt):
 
     def __init__(self, bolt: StatefulBolt) -> None:
         super().__init__(bolt)
+        #: Whether ``prepare`` opened the state's store (``cleanup`` closes it).
+        self._state_open = False
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
@@ -63,6 +65,7 @@ class MicroBatchStatefulBolt(WrappedBolt):
             state_namespace(context.component_id, context.task_index),
             f"StatefulBolt {context.component_id!r} task {context.task_index}",
         )
+        self._state_open = True
         #: The batch running now, and the one whose changes are prepared, not committed.
         self._batch = 0
         self._prepared_batch: int | None = None
@@ -122,9 +125,8 @@ class MicroBatchStatefulBolt(WrappedBolt):
         try:
             self.bolt.cleanup()
         finally:
-            state = getattr(self, "state", None)
-            if state is not None:
-                state.close()
+            if self._state_open:
+                self.state.close()
 
 
 def transaction_id(query: str, batch_id: int) -> int:

@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, Any
 from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.state.windowed import StatefulWindowedBoltExecutor
-from squall.windowing.executor import WindowedOutputCollector
+from squall.state.bolt import StatefulBolt
+from squall.windowing.executor import WindowedBoltExecutor, WindowedOutputCollector
 from squall.windowing.window import TupleWindow
 
 if TYPE_CHECKING:
     from squall.state.base import BufferedKeyValueState, KeyValueState
+    from squall.windowing.bolt import WindowedBolt
 
 logger = logging.getLogger(__name__)
 
@@ -81,11 +82,19 @@ class PersistentWindowCollector(WindowedOutputCollector):
         """No effect: window tuples are acked once saved."""
 
 
-class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
-    """Runs a :class:`~squall.state.windowed.StatefulWindowedBolt` made with
-    ``with_persistence()``: see the module docstring."""
+class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
+    """The persistence of a stateful windowed bolt's executor made with
+    ``with_persistence()`` (see the module docstring): put before the executor in the
+    bases (:class:`~squall.state.windowed.PersistentWindowedBoltExecutor`), it saves
+    and restores the windows around the executor's own checkpoint hooks, which hand
+    them on to the bolt."""
 
     # -- set-up -----------------------------------------------------------------------
+
+    def __init__(self, bolt: WindowedBolt) -> None:
+        super().__init__(bolt)
+        #: Whether ``prepare`` opened the window state's store (``cleanup`` closes it).
+        self._window_state_open = False
 
     def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
         """Nothing to check: window tuples are acked at the checkpoint that saves them,
@@ -109,6 +118,7 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
             window_namespace(context.component_id, context.task_index),
             f"windowed bolt {context.component_id!r} task {context.task_index} (windows)",
         )
+        self._window_state_open = True
         self._forget_entries()
 
     def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
@@ -178,22 +188,22 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
         """Restore the windows as last committed, then hand the bolt its state."""
         self._restore()
         self._initialized = True
-        self.bolt.init_state(state)
+        super().init_state(state)
 
     def pre_prepare(self, txid: int) -> None:
         """The bolt's hook, then the windows are prepared for ``txid``."""
-        self.bolt.pre_prepare(txid)
+        super().pre_prepare(txid)
         self._save(txid)
 
     def pre_commit(self, txid: int) -> None:
         """The bolt's hook, then the windows prepared for ``txid`` are committed."""
-        self.bolt.pre_commit(txid)
+        super().pre_commit(txid)
         self.window_state.commit(txid)
 
     def pre_rollback(self) -> None:
         """The bolt's hook, then the windows go back to the last commit (the tuples
         since are replayed by their spouts)."""
-        self.bolt.pre_rollback()
+        super().pre_rollback()
         self.window_state.rollback()
         if self._initialized:
             self._restore()
@@ -312,9 +322,8 @@ class PersistentWindowedBoltExecutor(StatefulWindowedBoltExecutor):
         try:
             super().cleanup()
         finally:
-            window_state = getattr(self, "window_state", None)
-            if window_state is not None:
-                window_state.close()
+            if self._window_state_open:
+                self.window_state.close()
 
 
-__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindowedBoltExecutor"]
+__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindows"]

@@ -84,16 +84,6 @@ class Record:
             return Record(self.txid - 1, Phase.COMMITTED) if self.phase is Phase.PREPARING else self
         return self
 
-    def next_action(self) -> Action | None:
-        """In normal flow, what follows once the last action completed: ``COMMIT``
-        after a prepare, nothing after a commit (the next ``PREPARE`` waits for the
-        interval)."""
-        if self.phase is Phase.COMMITTING:
-            return Action.COMMIT
-        if self.phase is Phase.PREPARING:
-            return Action.ROLLBACK
-        return None
-
     def to_value(self) -> list[object]:
         """The stored form."""
         return [self.txid, self.phase.value]

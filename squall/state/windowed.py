@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from squall.state.bolt import StatefulBolt
+from squall.state.persistent_windows import PersistentWindows
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.executor import WindowedBoltExecutor
 
@@ -60,8 +61,6 @@ class StatefulWindowedBolt(WindowedBolt):
     def to_bolt(self) -> Bolt:
         """The stateful bolt that runs this windowed bolt (used by ``set_bolt``)."""
         if self._persistent:
-            from squall.state.persistent_windows import PersistentWindowedBoltExecutor
-
             return PersistentWindowedBoltExecutor(self)
         return StatefulWindowedBoltExecutor(self)
 
@@ -85,3 +84,8 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor, StatefulBolt):
 
     def pre_rollback(self) -> None:
         self.bolt.pre_rollback()
+
+
+class PersistentWindowedBoltExecutor(PersistentWindows, StatefulWindowedBoltExecutor):
+    """Runs a :class:`StatefulWindowedBolt` made with ``with_persistence()``: its
+    windows are saved with every checkpoint (see :mod:`squall.state.persistent_windows`)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from squall.model.batch_ir import BatchIR
 from squall.model.declarer import StreamDeclaration
 from squall.model.grouping import Grouping
 from squall.transactional.batch import BatchBolt
@@ -81,7 +82,7 @@ class BatchEdgeIR:
 
 
 @dataclass(frozen=True)
-class TransactionalIR:
+class TransactionalIR(BatchIR):
     """A compiled transactional topology.
 
     Attributes:
@@ -97,6 +98,13 @@ class TransactionalIR:
     spout: CoordinatedSpoutIR
     bolts: tuple[BatchBoltIR, ...]
     edges: tuple[BatchEdgeIR, ...]
+
+    def user_components(self) -> dict[str, object]:
+        """The transactional spout (by its emitter's component id) and the batch
+        bolts."""
+        found: dict[str, object] = {self.spout.component_id: self.spout.spout}
+        found.update((bolt.component_id, bolt.bolt) for bolt in self.bolts)
+        return found
 
     def bolt(self, component_id: str) -> BatchBoltIR:
         """The batch bolt ``component_id``.

@@ -23,14 +23,12 @@ the IR as ``batch_ir``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from squall.model.errors import InvalidTopologyError
-from squall.model.fields import Fields
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
-from squall.trident.graph import Node
+from squall.trident.graph import Node, Segment, TridentGraph
 from squall.trident.ir import (
     REGULAR_GROUP_KEY,
     DRPCEndpoint,
@@ -63,57 +61,13 @@ from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCResultReturner
 from squall.trident.spouts import AnyTridentSpout, BatchSpout, OpaquePartitionedTridentSpout
 from squall.trident.state.base import locality_of
-from squall.trident.stream import TridentTopology
-
-
-@dataclass(eq=False)
-class Segment:
-    """Operations run by one bolt (or, for a spout, its emitter)."""
-
-    index: int
-    nodes: list[Node] = field(default_factory=list)
-    component_id: str = ""
-    outputs: dict[str, Fields] = field(default_factory=dict)
-    inputs: list[tuple[Segment, str, Node, int]] = field(default_factory=list)
-    #: Its task count when it is placed with other segments (a state and its queries,
-    #: see :mod:`squall.trident.placement`); ``None``: its parallelism.
-    placed_tasks: int | None = None
-    #: The segment it runs with: its task of each index in the worker of that segment's
-    #: task of the same index.
-    colocated_with: str | None = None
-
-    @property
-    def head(self) -> Node:
-        """The segment's first node."""
-        return self.nodes[0]
-
-    @property
-    def is_spout(self) -> bool:
-        """Whether this is a spout's emitter."""
-        return self.head.kind in ("spout", "drpc_spout")
-
-    @property
-    def committer(self) -> bool:
-        """Whether the segment updates a state (so it commits in transaction order)."""
-        return any(node.kind == "persist" for node in self.nodes)
-
-    @property
-    def parallelism(self) -> int:
-        """The largest parallelism hint of its operations (1 by default)."""
-        return max((n.parallelism for n in self.nodes if n.parallelism), default=1)
-
-    @property
-    def tasks(self) -> int:
-        """Its task count: its parallelism, or the count it shares with the segments it
-        is placed with."""
-        return self.placed_tasks if self.placed_tasks is not None else self.parallelism
 
 
 def _stream_of(node: Node) -> str:
     return "default" if node.kind in ("spout", "drpc_spout") else f"s{node.id}"
 
 
-def _add_drpc_returns(topology: TridentTopology) -> None:
+def _add_drpc_returns(topology: TridentGraph) -> None:
     children: dict[int, list[Node]] = {}
     for node in topology.nodes:
         for parent in node.parents:
@@ -146,7 +100,7 @@ def _from(node: Node, spout: Node) -> bool:
     return any(_from(parent, spout) for parent in node.parents)
 
 
-def _segments(topology: TridentTopology) -> tuple[list[Segment], dict[int, Segment]]:
+def _segments(topology: TridentGraph) -> tuple[list[Segment], dict[int, Segment]]:
     segments: list[Segment] = []
     segment_of: dict[int, Segment] = {}
     for node in topology.nodes:
@@ -348,7 +302,7 @@ def _wire(
     return wiring
 
 
-def build_ir(topology: TridentTopology) -> TridentIR:
+def build_ir(topology: TridentGraph) -> TridentIR:
     """Cut ``topology`` into sources and segments and describe them (see the module
     docstring and :mod:`squall.trident.ir`). Adds the DRPC streams' return steps to
     ``topology`` (once).
@@ -392,7 +346,7 @@ def build_ir(topology: TridentTopology) -> TridentIR:
     return TridentIR(tuple(sources), tuple(stages), tuple(edges), tuple(groups))
 
 
-def compile_topology(topology: TridentTopology) -> StormTopology:
+def compile_topology(topology: TridentGraph) -> StormTopology:
     """Compile ``topology``: build its :class:`~squall.trident.ir.TridentIR` and lower it
     (see the module docstring); the result carries the IR as ``batch_ir``.
 
@@ -409,7 +363,7 @@ def compile_topology(topology: TridentTopology) -> StormTopology:
 __all__ = ["Segment", "build_ir", "compile_topology"]
 
 
-def describe(topology: TridentTopology) -> list[dict[str, Any]]:
+def describe(topology: TridentGraph) -> list[dict[str, Any]]:
     """The segments a topology compiles to (for inspection and tests). Adds the
     repartitions that send state queries to their state's partitions (as ``build``)."""
     route_state_queries(topology)

@@ -18,9 +18,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from squall.model.batch_ir import BatchIR
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GroupingKind
-from squall.runtime.hooks import ChecksWorkerProcesses
 from squall.trident.segment import TridentSegment
 from squall.trident.spouts import AnyTridentSpout
 from squall.trident.state.base import StateLocality
@@ -222,7 +222,7 @@ class QueryGroupIR:
 
 
 @dataclass(frozen=True)
-class TridentIR(ChecksWorkerProcesses):
+class TridentIR(BatchIR):
     """A compiled Trident topology: batch sources, segments, the streams between them and
     the query groups.
 
@@ -240,6 +240,14 @@ class TridentIR(ChecksWorkerProcesses):
     segments: tuple[SegmentIR, ...]
     edges: tuple[EdgeIR, ...]
     groups: tuple[QueryGroupIR, ...]
+
+    #: Segments' streams have ids numbered over the whole process (``s23``).
+    numbered_streams = True
+
+    def user_components(self) -> dict[str, object]:
+        """The regular spouts, by their emitters' component ids (segments run the
+        user's operations inside the compiler's bolts)."""
+        return {s.component_id: s.spout for s in self.sources if s.spout is not None}
 
     def source(self, component_id: str) -> SourceIR:
         """The source whose emitter is ``component_id``.
@@ -272,7 +280,7 @@ class TridentIR(ChecksWorkerProcesses):
         return [edge for edge in self.edges if edge.source == component_id]
 
     def check_worker_processes(self, topology_name: str) -> None:
-        """Refuse to run in worker processes (``ChecksWorkerProcesses``) a state query
+        """Refuse to run in worker processes a state query
         that would read another store than the one holding its keys: a query of an
         in-process state that cannot be sent to its key's partition
         (``StateBinding.unrouted_because``). Each worker process has a store of its own,

@@ -25,15 +25,11 @@ several processes refuse it (``TridentIR.check_worker_processes``).
 from __future__ import annotations
 
 from collections.abc import Container
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from squall.model.fields import Fields
-from squall.trident.graph import Node
+from squall.trident.graph import Node, Segment, TridentGraph
 from squall.trident.state.base import StateLocality, locality_of
-
-if TYPE_CHECKING:
-    from squall.trident.compiler import Segment
-    from squall.trident.stream import TridentTopology
 
 
 def keyed_update(query: Node, nodes: Container[int]) -> Node | None:
@@ -79,7 +75,7 @@ def _routed_by(node: Node, routing: dict[str, Any]) -> bool:
     return routing["grouping"] != "fields" or list(node.params["fields"]) == list(routing["fields"])
 
 
-def route_state_queries(topology: TridentTopology) -> None:
+def route_state_queries(topology: TridentGraph) -> None:
     """Repartition the stream of every query that :func:`keyed_update` finds by the key
     it reads, unless the stream before it is partitioned so already. Runs where the
     topology is built; adding the repartition again is a no-op."""

@@ -8,7 +8,8 @@ from typing import Any
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.topology import StormTopology
-from squall.trident.graph import Node, check_fields, check_new_fields
+from squall.trident.compiler import compile_topology
+from squall.trident.graph import Node, TridentGraph, check_fields, check_new_fields
 from squall.trident.operations import (
     Aggregator,
     CallableFilter,
@@ -402,21 +403,13 @@ def _persist(
     return TridentState(stream._topology, node, factory)
 
 
-class TridentTopology:
+class TridentTopology(TridentGraph):
     """A Trident topology: streams from spouts, operations, states; ``build()`` makes
     the :class:`StormTopology` to submit."""
 
     def __init__(self) -> None:
-        self.nodes: list[Node] = []
+        super().__init__()
         self.static_states: list[TridentState] = []
-
-    def add_node(
-        self, kind: str, parents: list[Node], output: Fields, params: dict[str, Any]
-    ) -> Node:
-        """Append a node (used by the stream operations)."""
-        node = Node(kind, list(parents), output, dict(params))
-        self.nodes.append(node)
-        return node
 
     def new_stream(self, txid: str, spout: Any) -> Stream:
         """A stream from ``spout``; ``txid`` names its transactions and metadata in the
@@ -505,6 +498,4 @@ class TridentTopology:
         Raises:
             InvalidTopologyError: an invalid Trident topology (messages name the operation).
         """
-        from squall.trident.compiler import compile_topology
-
         return compile_topology(self)

@@ -280,10 +280,6 @@ class WindowManager:
             "count_since_trigger": self._count_since_trigger,
         }
 
-    def held_entries(self) -> list[tuple[int, Tuple]]:
-        """The tuples held with the timestamps they are kept under, oldest first."""
-        return list(zip(self._timestamps, self._tuples, strict=True))
-
     def expired_since_trigger(self) -> list[Tuple]:
         """The tuples that left every window since the last trigger (the next window's
         ``get_expired()``)."""
@@ -301,10 +297,11 @@ class WindowManager:
         previous: list[Tuple],
         bookkeeping: dict[str, int | None],
     ) -> None:
-        """Start again from saved windows: ``held`` as :meth:`held_entries` gave it,
-        ``expired`` and ``previous`` as :meth:`expired_since_trigger` and
-        :meth:`previous_window` did, and ``bookkeeping`` from :meth:`bookkeeping`. No
-        window fires and nothing expires here."""
+        """Start again from saved windows: ``held`` the tuples held with the timestamps
+        they are kept under, oldest first; ``expired`` and ``previous`` as
+        :meth:`expired_since_trigger` and :meth:`previous_window` did, and
+        ``bookkeeping`` from :meth:`bookkeeping`. No window fires and nothing expires
+        here."""
         self._timestamps = [ts for ts, _ in held]
         self._tuples = [tup for _, tup in held]
         self._expired_since_trigger = list(expired)

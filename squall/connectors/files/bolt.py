@@ -114,6 +114,9 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
         self.batch = batch
         self.flush_ms = flush_ms
         self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
+        #: Whether ``prepare`` ran (a snapshot of a prepared bolt starts new files).
+        self._prepared = False
+        self._counters: dict[str, int] = {}
 
     # -- declaration and submission -------------------------------------------------
 
@@ -154,6 +157,7 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
         """Prepare the task (no file is touched before the first write)."""
+        self._prepared = True
         self.collector = collector
         self._context = context
         self._task_id = context.task_id
@@ -178,7 +182,7 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if "_outage" in state:  # a prepared bolt: a new life for its files
+        if self._prepared:  # a new life for its files
             self._file = None
             self._buffer = []
             self._layouts = {}
@@ -226,7 +230,7 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
 
     def cleanup(self) -> None:
         """Write and ack what waits, then finish the file."""
-        if not hasattr(self, "_buffer"):
+        if not self._prepared:
             return
         now = self._context.clock.now_ms()
         self._flush(now)
@@ -234,7 +238,7 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
 
     def metrics(self) -> dict[str, float]:
         """Files finished, tuples written and acked, failed writes."""
-        return dict(getattr(self, "_counters", {}))
+        return dict(self._counters)
 
     # -- lines ----------------------------------------------------------------------
 

@@ -90,10 +90,6 @@ class LineParser:
         #: The CSV header's column names, once read.
         self.columns: list[str] | None = None
 
-    def wants_header(self, line: int) -> bool:
-        """Whether physical line ``line`` (1-based) is the CSV header."""
-        return self.header and line == 1
-
     def read_header(self, raw: bytes) -> None:
         """Take the column names from the header line.
 

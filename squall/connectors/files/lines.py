@@ -212,12 +212,3 @@ def complete_lines_after(path: str, offset: int) -> tuple[int, int]:
                 end = position + chunk.rfind(b"\n") + 1
             position += len(chunk)
     return count, end
-
-
-def file_size(path: str) -> int:
-    """The size of ``path`` in bytes.
-
-    Raises:
-        OSError: it cannot be read.
-    """
-    return os.stat(path).st_size

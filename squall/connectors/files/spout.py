@@ -169,6 +169,10 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         self.progress_ms = progress_ms
         self.settle_ms = settle_ms
         self.keep_record_options(format, fields, header, delimiter, quotechar, encoding)
+        #: Whether ``open`` ran (a snapshot of an opened spout reads its files again).
+        self._opened = False
+        self._counters: dict[str, int] = {}
+        self._reader: LineReader | None = None
 
     # -- declaration and submission -------------------------------------------------
 
@@ -202,6 +206,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
     ) -> None:
         """Prepare the task (no file is touched yet: the first ``next_tuple`` lists the
         directory)."""
+        self._opened = True
         self.collector = collector
         self._context = context
         self._name = f"FileSpout {context.component_id!r}"
@@ -235,7 +240,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         self._next_scan = 0.0
         self._next_flush = 0.0
         self._counters = {"files_finished": 0, "malformed": 0, "replayed": 0, "lost": 0}
-        self._reader: LineReader | None = None
+        self._reader = None
         self._parsers: dict[str, LineParser] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -246,8 +251,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if "_files" in state:  # an opened spout: its file is opened again when read
-            self._reader = None
+        self._reader = None  # an opened spout opens its file again when it reads
+        if self._opened:
             self._parsers = {}
             # Back-offs count on this process's monotonic clock: a restored spout (maybe
             # in another process) tries the directory and the files set aside again now.
@@ -343,7 +348,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         """Files finished, malformed records emitted on ``"errors"``, lines emitted
         again after a fail, and lines lost: to replay when their file had disappeared
         or changed, or appended to a file after it was moved to the done directory."""
-        return dict(getattr(self, "_counters", {}))
+        return dict(self._counters)
 
     # -- reading --------------------------------------------------------------------
 
@@ -587,9 +592,8 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
         return outage is not None and not outage.ready()
 
     def _close_reader(self) -> None:
-        reader = getattr(self, "_reader", None)
-        if reader is not None:
-            reader.close()
+        if self._reader is not None:
+            self._reader.close()
             self._reader = None
 
     def _unavailable(self, error: OSError) -> None:
@@ -779,7 +783,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
                 progress.dirty = False
 
     def _flush_quietly(self) -> None:
-        if not hasattr(self, "_files"):
+        if not self._opened:
             return
         try:
             self._flush()

@@ -136,6 +136,12 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         )
         self.fire_and_forget = fire_and_forget
         self.tick_secs = tick_secs
+        #: Whether ``prepare`` ran; the task's counters and what is in flight.
+        self._prepared = False
+        self._delivered = 0
+        self._failed = 0
+        self._skipped = 0
+        self._forget_in_flight()
 
     def __repr__(self) -> str:
         topic = self.topic if isinstance(self.topic, str) else "<selector>"
@@ -154,11 +160,14 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
-        if "_delivered" in state:  # a prepared task: a producer of its own, made on use
-            self._producer: Any = None
-            self._pending: dict[int, Tuple | None] = {}
-            self._errors: Counter[tuple[str, str]] = Counter()
-            self._error_of: dict[tuple[str, str], Any] = {}
+        self._forget_in_flight()  # a producer of its own, made on use
+
+    def _forget_in_flight(self) -> None:
+        """No producer yet, nothing in flight (the attributes a snapshot leaves out)."""
+        self._producer: Any = None
+        self._pending: dict[int, Tuple | None] = {}
+        self._errors: Counter[tuple[str, str]] = Counter()
+        self._error_of: dict[tuple[str, str], Any] = {}
 
     # --- options ----------------------------------------------------------------------
 
@@ -189,16 +198,16 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     def get_component_configuration(self) -> dict[str, Any] | None:
         """Tick tuples every ``tick_secs`` (they serve delivery reports); none with
         ``tick_secs=None``."""
-        tick_secs = getattr(self, "tick_secs", TICK_SECS)
-        if tick_secs is None:
+        if self.tick_secs is None:
             return None
-        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: tick_secs}
+        return {Config.TOPOLOGY_TICK_TUPLE_FREQ_SECS: self.tick_secs}
 
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
         """Make the task's producer (it connects in the background). Runs once per
         task, in the task's process."""
+        self._prepared = True
         self.collector = collector
         self.label = f"KafkaBolt {context.component_id!r}"
         self._settings = producer_config(self.bootstrap_servers, self.producer_conf)
@@ -328,7 +337,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         """Wait (at most ``timeout`` seconds) until every record in flight has its
         delivery report, acking and failing their tuples; fail the tuples of records
         still unconfirmed then (a replay may write them twice)."""
-        if not getattr(self, "_pending", None):
+        if not self._pending:
             return
         producer = self._client()
         try:
@@ -364,10 +373,10 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         """``delivered``, ``failed``, ``skipped`` and ``in_flight`` (see the module
         docstring)."""
         return {
-            "delivered": getattr(self, "_delivered", 0),
-            "failed": getattr(self, "_failed", 0),
-            "skipped": getattr(self, "_skipped", 0),
-            "in_flight": len(getattr(self, "_pending", None) or ()),
+            "delivered": self._delivered,
+            "failed": self._failed,
+            "skipped": self._skipped,
+            "in_flight": len(self._pending),
         }
 
     def cleanup(self) -> None:
@@ -375,7 +384,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
         the producer. Not guaranteed to run: a killed process skips it, and tuples never
         acked are replayed by a reliable spout."""
         try:
-            if hasattr(self, "_delivered"):
+            if self._prepared:
                 self.settle(min(CLEANUP_WAIT_SECS, self._report_wait))
         finally:
             self._producer = None

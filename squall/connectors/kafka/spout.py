@@ -177,6 +177,11 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             dict(consumer_conf) if isinstance(consumer_conf, Mapping) else (consumer_conf)
         )
         self.partition_refresh_ms = partition_refresh_ms
+        #: Whether ``open`` ran; the consumer (made at the first read) and the metrics
+        #: the task last refreshed.
+        self._opened = False
+        self._consumer: Any = None
+        self._metrics: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return (
@@ -240,7 +245,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
-        if "_parts" in state:  # an opened task: make a consumer at the next read
+        self._consumer = None
+        if self._opened:  # make a consumer at the next read
             self._fresh_client()
             self._refresh_at = 0.0
             self._chores_at = 0.0
@@ -252,6 +258,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     ) -> None:
         """Prepare the task; the consumer is made at the first ``next_tuple``. Runs once
         per task, where the task runs."""
+        self._opened = True
         self.collector = collector
         component = context.component_id
         self._component = component
@@ -281,7 +288,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         self._exhausted = 0
         self._vanished: set[str] = set()
         self._reported: dict[str, float] = {}
-        self._metrics: dict[str, float] = {}
+        self._metrics = {}
         self._refresh_at = 0.0
         self._commit_at = time.monotonic() + self.commit_period_ms / 1000.0
         self._metrics_at = 0.0
@@ -290,7 +297,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def _fresh_client(self) -> None:
         """No consumer yet (made at the next read); nothing read ahead."""
-        self._consumer: Any = None
+        self._consumer = None
         self._lister: Any = None
         #: Records read and not handled yet.
         self._buffer: deque[Any] = deque()
@@ -358,14 +365,14 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def deactivate(self) -> None:
         """Commit what is done (``at_least_once``, ``no_guarantee``)."""
-        if getattr(self, "_consumer", None) is not None:
+        if self._consumer is not None:
             self._commit(time.monotonic(), final=True)
 
     def close(self) -> None:
         """Commit what is done, then close the consumer. Runs when the topology is
         killed; not guaranteed (records not committed are read again after a
         restart)."""
-        if getattr(self, "_consumer", None) is None:
+        if self._consumer is None:
             return
         self._commit(time.monotonic(), final=True)
         with contextlib.suppress(Exception):  # a consumer whose broker is gone
@@ -377,7 +384,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
     def metrics(self) -> Mapping[str, float]:
         """The metrics the task last refreshed (see the module docstring). Called from
         other threads: only reads a dict the task replaces."""
-        return getattr(self, "_metrics", {})
+        return self._metrics
 
     # --- emitting ---------------------------------------------------------------------
 

@@ -111,6 +111,7 @@ class PostgresInsertBolt(BatchingSink, ValidatesSubmission):
                 ``CREATE TABLE IF NOT EXISTS``. One that fails is reported like a
                 failed write and run again on the next attempt.
         """
+        super().__init__()
         self.dsn = dsn
         self.table = table
         self.columns = dict(columns) if isinstance(columns, Mapping) else list(columns)
@@ -225,9 +226,9 @@ class PostgresInsertBolt(BatchingSink, ValidatesSubmission):
         """
         name = type(self).__name__
         self.check_options(OptionChecker(context.component_id, name))
-        self.start_buffer(collector, f"{name} {context.component_id!r}")
         self._fields = [field for field, _ in self._field_columns()]
         self._statement = self.statement()
+        self.start_buffer(collector, f"{name} {context.component_id!r}")
         self._connection = TaskConnection(
             self.dsn,
             self.label,
@@ -266,7 +267,7 @@ class PostgresInsertBolt(BatchingSink, ValidatesSubmission):
     def cleanup(self) -> None:
         """Write what is buffered, then close the connection (see
         :meth:`~squall.connectors.sink.BatchingSink.flush_at_cleanup`)."""
-        if not hasattr(self, "_connection"):
+        if not self._prepared:
             return
         try:
             self.flush_at_cleanup()

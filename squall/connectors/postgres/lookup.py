@@ -125,6 +125,8 @@ class PostgresLookupBolt(Bolt, ValidatesSubmission):
         self.emit_empty = emit_empty
         self.connect_timeout = connect_timeout
         self.application_name = application_name
+        #: Whether ``prepare`` ran (it opens the connection ``cleanup`` closes).
+        self._prepared = False
 
     def __repr__(self) -> str:
         return f"PostgresLookupBolt(dsn={redact_dsn(str(self.dsn))!r}, query={self.query!r})"
@@ -194,6 +196,7 @@ class PostgresLookupBolt(Bolt, ValidatesSubmission):
             self.connect_timeout,
             self.application_name,
         )
+        self._prepared = True
         try:
             self._connection.get()
         except psycopg.Error as error:
@@ -250,6 +253,5 @@ class PostgresLookupBolt(Bolt, ValidatesSubmission):
 
     def cleanup(self) -> None:
         """Close the connection. Runs when the topology is killed; not guaranteed."""
-        connection = getattr(self, "_connection", None)
-        if connection is not None:
-            connection.close()
+        if self._prepared:
+            self._connection.close()

@@ -121,6 +121,7 @@ class RedisStreamBolt(BatchingSink, ValidatesSubmission):
             connect_timeout: seconds to open a connection.
             socket_timeout: seconds to wait for a reply.
         """
+        super().__init__()
         self.url = url
         self.stream = stream
         self.maxlen = maxlen
@@ -144,7 +145,7 @@ class RedisStreamBolt(BatchingSink, ValidatesSubmission):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        if "_written" in state:  # a prepared task: a client of its own
+        if self._prepared:  # a client of its own
             self._client: redis.Redis | None = None
             self._outage = Outage(self.label, redact_url(self.url))
 
@@ -227,10 +228,12 @@ class RedisStreamBolt(BatchingSink, ValidatesSubmission):
     def cleanup(self) -> None:
         """Write what is buffered, then close the client (see
         :meth:`~squall.connectors.sink.BatchingSink.flush_at_cleanup`)."""
+        if not self._prepared:
+            return
         try:
             self.flush_at_cleanup()
         finally:
-            close_quietly(getattr(self, "_client", None))
+            close_quietly(self._client)
             self._client = None
 
 

@@ -172,6 +172,15 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
         self.poll_ms = poll_ms
         self.connect_timeout = connect_timeout
         self.socket_timeout = socket_timeout
+        #: Whether ``open`` ran; the task's counters, entries in flight and
+        #: acknowledgements to send (``open`` starts them again).
+        self._opened = False
+        self._client: redis.Redis | None = None
+        self._in_flight: dict[str, Item] = {}
+        self._acks: list[str] = []
+        self._malformed = 0
+        self._replayed = 0
+        self._reclaimed = 0
 
     def __repr__(self) -> str:
         return (
@@ -227,8 +236,8 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         vars(self).update(state)
-        if "_in_flight" in state:  # an opened task: connect again at the next read
-            self._client: redis.Redis | None = None
+        self._client = None  # connect again at the next read
+        if self._opened:
             self._outage = Outage(self._label, redact_url(self.url))
             self._buffer: deque[Item] = deque()
             self._restart_reading()
@@ -241,6 +250,7 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
         """Prepare the task and try to connect and create the group; a server that
         cannot be reached is reported, not raised (reads retry after the back-off).
         Runs once per task, where the task runs."""
+        self._opened = True
         self.collector = collector
         component = context.component_id
         tasks = len(context.get_component_tasks(component))
@@ -252,9 +262,9 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
             self._consumer = self.consumer
         self._label = f"RedisStreamSpout {component!r}"
         self._reader = EntryReader(self.fields, self.decode)
-        self._in_flight: dict[str, Item] = {}
+        self._in_flight = {}
         self._replay: deque[Item] = deque()
-        self._acks: list[str] = []
+        self._acks = []
         self._malformed = 0
         self._replayed = 0
         self._reclaimed = 0
@@ -337,7 +347,7 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
         """Send the waiting acknowledgements (if the server answers), then close the
         client. Runs when the topology is killed; not guaranteed (their entries stay
         pending and are emitted again after a restart)."""
-        if not hasattr(self, "_acks"):
+        if not self._opened:
             return
         if self._acks:
             self._send_acks()
@@ -347,10 +357,10 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
     def metrics(self) -> dict[str, float]:
         """``malformed``, ``replayed``, ``reclaimed`` and ``in_flight`` of the task."""
         return {
-            "malformed": getattr(self, "_malformed", 0),
-            "replayed": getattr(self, "_replayed", 0),
-            "reclaimed": getattr(self, "_reclaimed", 0),
-            "in_flight": len(getattr(self, "_in_flight", ())),
+            "malformed": self._malformed,
+            "replayed": self._replayed,
+            "reclaimed": self._reclaimed,
+            "in_flight": len(self._in_flight),
         }
 
     # --- talking to the server --------------------------------------------------------

@@ -34,7 +34,6 @@ from squall.model.tuple import DEFAULT_STREAM
 from squall.runtime.shipping import user_modules
 from squall.spark.control import storage
 from squall.spark.control.storage import join
-from squall.trident.ir import TridentIR
 
 #: The file of a topology's shape, in ``<checkpoint_dir>/<name>/``.
 SHAPE_FILE = "topology.json"
@@ -106,7 +105,7 @@ def _trident_streams(topology: StormTopology) -> dict[tuple[str, str], str]:
     topology, the streams between segments have ids numbered over the whole process
     (``s23``), so the shape names each by its place among its component's streams
     (``#1``, ``#2`` ...). Other streams keep their ids."""
-    if not isinstance(topology.batch_ir, TridentIR):
+    if topology.batch_ir is None or not topology.batch_ir.numbered_streams:
         return {}
     names: dict[tuple[str, str], str] = {}
     for spec in topology:
@@ -123,19 +122,12 @@ def _trident_streams(topology: StormTopology) -> dict[tuple[str, str], str]:
 def _batch_classes(topology: StormTopology, user_modules: Set[str]) -> dict[str, str]:
     """Component id -> the class of the spout or batch bolt it runs, from the batch IR
     of a Trident or transactional topology (none for a core topology)."""
-    ir = topology.batch_ir
-    found: dict[str, str] = {}
-    if ir is None:
-        return found
-    for source in getattr(ir, "sources", ()):
-        if getattr(source, "spout", None) is not None:
-            found[source.component_id] = implementation(source.spout, user_modules)
-    spout = getattr(ir, "spout", None)
-    if spout is not None:
-        found[spout.component_id] = implementation(spout.spout, user_modules)
-    for bolt in getattr(ir, "bolts", ()):
-        found[bolt.component_id] = implementation(bolt.bolt, user_modules)
-    return found
+    if topology.batch_ir is None:
+        return {}
+    return {
+        component_id: implementation(runs, user_modules)
+        for component_id, runs in topology.batch_ir.user_components().items()
+    }
 
 
 def shape_of(topology: StormTopology) -> Shape:

@@ -1,3 +1,4 @@
-"""Running micro-batches: the ``foreachBatch`` driver on the Spark driver, the stage
-functions Spark runs in its Python workers (``mapInArrow``), the packets between them,
-and the figures and retries of a micro-batch."""
+"""Running micro-batches on executors: the stage functions Spark runs in its Python
+workers (``mapInArrow``), the bolt and spout tasks' wiring and snapshots, the packets
+between them, and the reports of a micro-batch's tasks (the driver side is
+:mod:`squall.spark.streaming`)."""

@@ -54,7 +54,7 @@ from squall.spark.execute.taskstate import (
     wire_task,
 )
 from squall.spark.execute.wire import WireOutputCollector
-from squall.spark.runtime.workerprocess import prepare_process
+from squall.spark.launch.processsetup import prepare_process
 
 if TYPE_CHECKING:
     import pyarrow as pa

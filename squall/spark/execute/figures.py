@@ -5,7 +5,7 @@ A task's :class:`TaskReport` of one attempt of one micro-batch travels to the dr
 in a Spark accumulator (:class:`ReportsParam`), keyed by :class:`ReportKey`: merging
 replaces, so a Spark task run twice (a retried task, a recomputed stage) reports once.
 Stages that run on the driver add their reports to the same accumulator. The driver
-folds the reports of the attempt that succeeded (see ``execute.driver``).
+folds the reports of the attempt that succeeded (see ``streaming.driver``).
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ from squall.spark.execute.packets import (
     unpack_values,
 )
 from squall.spark.execute.routing import route
+from squall.spark.launch.processsetup import prepare_process
 from squall.spark.plan.batch import SegmentPlan
-from squall.spark.runtime.workerprocess import prepare_process
 from squall.transactional.attempt import TransactionAttempt
-from squall.trident.processors import BatchRun, PersistProcessor, Processor
+from squall.trident.processors import BatchRun, DRPCReturnProcessor, PersistProcessor, Processor
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,7 +87,7 @@ class SegmentStage:
         # Each task its own processors (as each local task has its own copy of the
         # segment); what the driver wired in (a DRPC result resolver) is shared.
         declared = self.plan.segment.processors
-        memo = {id(p.resolver): p.resolver for p in declared if hasattr(p, "resolver")}
+        memo = {id(p.resolver): p.resolver for p in declared if isinstance(p, DRPCReturnProcessor)}
         processors = copy.deepcopy(declared, memo)
         context = self.plan.layout.context(self.plan.component_id, partition, self.conf)
         for processor in processors:

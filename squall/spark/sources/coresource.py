@@ -29,8 +29,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.taskstate import CoreSetup
-from squall.spark.runtime.workerprocess import prepare_process
-from squall.spark.sources.reader import Offset
+from squall.spark.launch.processsetup import prepare_process
+from squall.spark.sources.sourcereader import Offset
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.spark.sources.spouttasks import SpoutTasks
 from squall.spark.sources.spoutthread import SpoutThread

@@ -3,7 +3,7 @@
 ``spark.readStream.format("squall_spout").option("setup", path)...``: the set-up file
 the cluster wrote says what the source is, and the data source makes its reader: a
 core topology's spout (:class:`~squall.spark.sources.coresource.CoreSpoutReader`) for a
-core set-up, else the reader the source's set-up names (see ``sources.readers``).
+core set-up, else the reader the source's set-up names (see ``sources.batchreaders``).
 
 Runs in the Python processes Spark starts for the source (the driver side).
 """
@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import CoreSetup
+from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.setup import read_setup
 
 SOURCE_NAME = "squall_spout"
@@ -40,4 +41,4 @@ class SpoutSource(DataSource):
             from squall.spark.sources.coresource import CoreSpoutReader
 
             return CoreSpoutReader(options, setup)
-        return setup.reader(options, setup)
+        return READERS[setup.kind](options, setup)

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 from squall.model.fields import Fields
 from squall.runtime.context import TopologyContext
 from squall.spark.control import storage
-from squall.spark.plan.batch import Edge
+from squall.spark.plan.batch import Edge, SourceKind
 from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.spouts import TransactionalSpout
 from squall.trident.spouts import BatchSpout, OpaquePartitionedTridentSpout, PartitionedTridentSpout
 
 if TYPE_CHECKING:
     from squall.spark.execute.taskstate import CoreSetup
-    from squall.spark.sources.reader import SourceReader
 
 
 @dataclass
@@ -26,8 +25,8 @@ class SourceSetup:
     """One source of a query's plan, as its reader sees it."""
 
     source_id: str
-    #: The reader of this kind of source (see ``sources.readers``).
-    reader: type[SourceReader]
+    #: The kind of source: it names the source's reader (see ``sources.batchreaders``).
+    kind: SourceKind
     #: The Trident spout, a transactional topology's spout, or None (a DRPC stream).
     spout: (
         BatchSpout

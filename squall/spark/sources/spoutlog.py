@@ -27,7 +27,7 @@ import pickle
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cloudpickle
 
@@ -41,7 +41,6 @@ from squall.trident.spouts import BatchSpout
 if TYPE_CHECKING:
     import pyarrow
 
-    from squall.spark.sources.spouttasks import CoreBatch
 
 PICKLE = pickle.HIGHEST_PROTOCOL
 _BATCH = re.compile(r"^(\d{12})\.batch$")
@@ -58,6 +57,32 @@ class BatchSummary(NamedTuple):
     partitions: int | None
     #: A DRPC stream's batch: the request's id.
     request_id: str | None
+
+
+class SpoutTaskSnapshot(NamedTuple):
+    """A spout task's state after a batch."""
+
+    #: The spout object (see ``execute.taskstate.picklable_state``).
+    component: bytes
+    #: Its routers' state, or None if they cannot be pickled.
+    routes: bytes | None
+    #: Its tuple trees in flight: root id -> ``[message id, emit time]``.
+    pending: dict[int, tuple[Any, float]]
+
+
+@dataclass
+class CoreBatch:
+    """What a core spout logs with a batch."""
+
+    #: Packets of the batch's tuples for the bolts' tasks (logged in slices, see
+    #: ``SpoutLog.write_slices``).
+    packets: int
+    #: Root id -> the spout task that emitted each new tree.
+    roots: dict[int, int]
+    #: Every task's state after the batch.
+    snapshots: list[SpoutTaskSnapshot]
+    #: Batches whose outcome was applied before this one was polled: all before it.
+    applied: int
 
 
 @dataclass

@@ -14,9 +14,7 @@ import copy
 import time
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, NamedTuple
 
 from squall.model.config import Config
 from squall.runtime.clock import SYSTEM_CLOCK
@@ -35,38 +33,12 @@ from squall.spark.execute.snapshots import (
 )
 from squall.spark.execute.taskstate import CoreSetup, collection_paused, wire_task
 from squall.spark.execute.wire import WireSpoutOutputCollector
-from squall.spark.sources.spoutlog import LoggedBatch, SpoutLog
+from squall.spark.sources.spoutlog import CoreBatch, LoggedBatch, SpoutLog, SpoutTaskSnapshot
 
 #: Tuples a spout task emits into one micro-batch at most (also bounded by
 #: ``topology.max.spout.pending`` when acking).
 BATCH_MAX_TUPLES_KEY = "topology.spark.batch.max.tuples"
 DEFAULT_BATCH_MAX_TUPLES = 10_000
-
-
-class SpoutTaskSnapshot(NamedTuple):
-    """A spout task's state after a batch."""
-
-    #: The spout object (see ``execute.taskstate.picklable_state``).
-    component: bytes
-    #: Its routers' state, or None if they cannot be pickled.
-    routes: bytes | None
-    #: Its tuple trees in flight: root id -> ``[message id, emit time]``.
-    pending: dict[int, tuple[Any, float]]
-
-
-@dataclass
-class CoreBatch:
-    """What a core spout logs with a batch."""
-
-    #: Packets of the batch's tuples for the bolts' tasks (logged in slices, see
-    #: ``SpoutLog.write_slices``).
-    packets: int
-    #: Root id -> the spout task that emitted each new tree.
-    roots: dict[int, int]
-    #: Every task's state after the batch.
-    snapshots: list[SpoutTaskSnapshot]
-    #: Batches whose outcome was applied before this one was polled: all before it.
-    applied: int
 
 
 class _SpoutTask:

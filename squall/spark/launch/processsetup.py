@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import gc
 
-from squall.spark.runtime.workerlog import configure_worker_logging
+from squall.spark.launch.workerlog import configure_worker_logging
 
 _prepared = False
 
 
 def prepare_process() -> None:
-    """Configure squall's logging (see :mod:`squall.spark.runtime.workerlog`) and freeze the
+    """Configure squall's logging (see :mod:`squall.spark.launch.workerlog`) and freeze the
     start-up heap; once per process, later calls do nothing.
 
     Runs in a source's or worker's Python process, at the start of squall's function,

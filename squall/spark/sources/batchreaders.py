@@ -23,7 +23,7 @@ from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.routing import route, route_emits
 from squall.spark.plan.batch import Edge, SourceKind
-from squall.spark.sources.reader import BatchPartition, Rows, SourceReader
+from squall.spark.sources.sourcereader import BatchPartition, Rows, SourceReader
 from squall.spark.sources.spoutlog import LoggedBatch, LoggedPartition
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.spouts import Coordinator

@@ -1,5 +1,5 @@
 """How a core topology's micro-batch runs, on the driver (the pipeline the
-``foreachBatch`` driver of ``execute.driver`` runs it with).
+``foreachBatch`` driver of ``streaming.driver`` runs it with).
 
 Batch ``batch_id`` runs every bolt once, in topological order, each as a Spark stage:
 the packets addressed to the bolt (from the spouts' sources and from earlier stages)
@@ -29,15 +29,15 @@ from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.control.taskcache import LIVE_RUNS
 from squall.spark.execute.bolttasks import stage_function, tick_packets
-from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
-from squall.spark.execute.frames import SOURCES, BatchFrames
 from squall.spark.execute.ledger import unfinished_trees
-from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.execute.packets import PACKET_SCHEMA
 from squall.spark.execute.taskstate import collection_paused
 from squall.spark.plan.core import BoltStagePlan, CorePlan
 from squall.spark.sources.spoutlog import SpoutLog
+from squall.spark.streaming.driver import Ranges, reports_accumulator
+from squall.spark.streaming.frames import SOURCES, BatchFrames
+from squall.spark.streaming.microbatch import plan_without_adaptive_execution, run_for_effects
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +69,7 @@ def fold_figures(stats: TaskStats, figures: TaskFigures) -> None:
 
 class CorePipeline:
     """How a micro-batch of a core topology runs (the ``Pipeline`` of its
-    :class:`~squall.spark.execute.driver.MicroBatchDriver`).
+    :class:`~squall.spark.streaming.driver.MicroBatchDriver`).
 
     A failed attempt (an engine or Spark error: a user exception only fails its tuple)
     is run again by the driver; bolt tasks start it again from their snapshots, so

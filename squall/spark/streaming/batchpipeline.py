@@ -1,6 +1,6 @@
 """How a Trident or transactional query's micro-batch runs: the driver runs every stage
 of the query's plan in order (the pipeline the ``foreachBatch`` driver of
-``execute.driver`` runs it with), most of them on executors."""
+``streaming.driver`` runs it with), most of them on executors."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.execute.batchbolts import BatchBoltStage
-from squall.spark.execute.driver import Ranges, reports_accumulator
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
-from squall.spark.execute.frames import SOURCES, BatchFrames
-from squall.spark.execute.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.spark.execute.packets import PACKET_SCHEMA, Packet
 from squall.spark.execute.routing import aligned
 from squall.spark.execute.stages import SegmentStage, timed_run
 from squall.spark.plan.batch import QueryPlan, SegmentPlan
-from squall.spark.sources.readers import READERS
+from squall.spark.sources.batchreaders import READERS
 from squall.spark.sources.spoutlog import SpoutLog
+from squall.spark.streaming.driver import Ranges, reports_accumulator
+from squall.spark.streaming.frames import SOURCES, BatchFrames
+from squall.spark.streaming.microbatch import plan_without_adaptive_execution, run_for_effects
 from squall.trident.processors import DRPCReturnProcessor, StateProcessor
 from squall.trident.segment import TridentSegment
 from squall.trident.sources import resolve_drpc
@@ -92,7 +92,7 @@ class DRPCReturns:
 
 class BatchPipeline:
     """How a micro-batch of a Trident or transactional query runs, on the driver (the
-    ``Pipeline`` of its :class:`~squall.spark.execute.driver.MicroBatchDriver`).
+    ``Pipeline`` of its :class:`~squall.spark.streaming.driver.MicroBatchDriver`).
 
     Batch ``batch_id`` is transaction ``batch_id + 1``; an attempt run again keeps the
     txid (transactional and opaque state apply it once). A DRPC stream's micro-batch

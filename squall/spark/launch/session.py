@@ -11,24 +11,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.spark.errors import SparkUnavailableError
-from squall.spark.runtime.javaerrors import innermost_cause
-from squall.spark.runtime.javaoptions import (
+from squall.spark.launch.javaerrors import innermost_cause
+from squall.spark.launch.javaoptions import (
     DRIVER_OPTIONS,
     EXECUTOR_OPTIONS,
     read_spark_defaults,
     spark_defaults_file,
     with_quick_compiler,
 )
-from squall.spark.runtime.jvm import (
+from squall.spark.launch.jvm import (
     EXTRA_JAVA_OPTIONS,
     has_own_log_configuration,
     last_output,
     output_conf,
     start_quietly,
 )
-from squall.spark.runtime.masters import check_master
-from squall.spark.runtime.pythonexec import is_local_master, worker_python
-from squall.spark.runtime.workerlog import ENVIRONMENT_KEY, mode
+from squall.spark.launch.masters import check_master
+from squall.spark.launch.pythonexec import is_local_master, worker_python
+from squall.spark.launch.workerlog import ENVIRONMENT_KEY, mode
 
 _lock = threading.Lock()
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
@@ -66,7 +66,7 @@ def session_settings(
 
     JVM options are added to, not replaced: the quiet log configuration goes after the
     user's own ``spark.driver.extraJavaOptions``, and the JIT's quick compiler (see
-    :mod:`squall.spark.runtime.javaoptions`) after the driver's and, where executors
+    :mod:`squall.spark.launch.javaoptions`) after the driver's and, where executors
     are JVMs of their own, the executors' options. The options in effect are the
     user's, else those of ``defaults`` (Spark's configuration before this session's
     settings: ``spark-defaults.conf``, or what ``spark-submit`` was given; read when
@@ -146,7 +146,7 @@ def get_session(
 
     The Python workers run the same interpreter as this process (``PYSPARK_PYTHON``), so
     squall and the user's code are importable there; on a local master they import
-    PySpark from its installed files (see :mod:`squall.spark.runtime.pythonexec`).
+    PySpark from its installed files (see :mod:`squall.spark.launch.pythonexec`).
 
     Raises:
         SparkUnavailableError: Java is missing, ``master`` is malformed or cannot be
@@ -217,7 +217,7 @@ _chosen_python: str | None = None
 def _prepare_environment(verbose: bool, settings: dict[str, str]) -> None:
     """The environment Spark's processes inherit from this one (local masters).
 
-    ``PYSPARK_PYTHON`` is squall's choice (see :mod:`squall.spark.runtime.pythonexec`) unless the
+    ``PYSPARK_PYTHON`` is squall's choice (see :mod:`squall.spark.launch.pythonexec`) unless the
     user set it, or ``spark.pyspark.python``, themselves.
     """
     global _chosen_python

@@ -7,7 +7,7 @@ returns a logged batch, so a micro-batch replays identically after a crash. Whil
 topology is deactivated (a pause file exists), no source is polled. Rows leave the
 source as packets already routed to the first stages' partitions.
 
-Each kind of source is a subclass (see ``sources.readers``): it says how a batch is
+Each kind of source is a subclass (see ``sources.batchreaders``): it says how a batch is
 made on the driver side, in how many Spark partitions it is read and how a partition
 is read on an executor.
 """
@@ -22,7 +22,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.packets import Packet, Values, packets_to_arrow
-from squall.spark.runtime.workerprocess import prepare_process
+from squall.spark.launch.processsetup import prepare_process
 from squall.spark.sources.setup import SourceSetup, read_source_setup
 from squall.spark.sources.spoutlog import SpoutLog
 from squall.trident.spouts import SpoutCollector

@@ -3,7 +3,7 @@
 A Trident or transactional topology has a query for its regular spouts and one per DRPC
 stream; a core topology has one. Each reads its sources (one per spout, their packets
 unioned) and runs every micro-batch through a
-:class:`~squall.spark.execute.driver.MicroBatchDriver`. The cluster steers a query
+:class:`~squall.spark.streaming.driver.MicroBatchDriver`. The cluster steers a query
 through its run directory (see ``control.rundir``): pausing, closing a core topology's
 spouts, and reading what the sources say about their polls.
 
@@ -23,16 +23,15 @@ from squall.runtime import codepickle
 from squall.runtime.clock import Clock
 from squall.spark.control import storage
 from squall.spark.control.rundir import QueryDirectory
-from squall.spark.execute.batchpipeline import BatchPipeline
-from squall.spark.execute.corepipeline import CorePipeline
-from squall.spark.execute.driver import MicroBatchDriver, Pipeline
 from squall.spark.execute.taskstate import CoreSetup, write_setup
 from squall.spark.plan.batch import QueryPlan, SourcePlan
 from squall.spark.plan.core import CorePlan
 from squall.spark.sources.datasource import SOURCE_NAME
-from squall.spark.sources.readers import READERS
 from squall.spark.sources.setup import SourceSetup
 from squall.spark.sources.spoutlog import SpoutLog
+from squall.spark.streaming.batchpipeline import BatchPipeline
+from squall.spark.streaming.corepipeline import CorePipeline
+from squall.spark.streaming.driver import MicroBatchDriver, Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -229,7 +228,7 @@ def start_batch_query(
         files.make()
         setup = SourceSetup(
             source.component_id,
-            READERS[source.kind],
+            source.kind,
             source.spout,
             source.outputs,
             Fields(list(source.fields)),

@@ -6,7 +6,7 @@ Quiet (the default): Spark logs errors only (a log4j2 configuration shipped with
 reaches this process's through a pipe that drops the notice the JVM itself prints at
 start (``WARNING: Using incubator modules``) and holds what is printed while a session
 starts: released once it has started, kept out of the console if it fails (the
-failure is then one line, see :mod:`squall.spark.runtime.javaerrors`).
+failure is then one line, see :mod:`squall.spark.launch.javaerrors`).
 
 Verbose: Spark's own defaults (log at WARN, progress bars) and the JVM writes to this
 process's standard error directly.

@@ -3,7 +3,7 @@
 One :class:`MicroBatchDriver` runs the micro-batches of a query whatever its plan: it
 reads which logged spout batches the micro-batch holds, runs attempts until one
 succeeds or the retries run out (with the back-off of
-:class:`~squall.spark.execute.retries.BatchRetries`), folds the tasks' reports of the
+:class:`~squall.spark.streaming.retries.BatchRetries`), folds the tasks' reports of the
 attempt that succeeded, and keeps the micro-batch figures and capacity. What differs
 between a core topology and a Trident or transactional one (the stages, the XOR
 ledger and the spouts' outcomes, DRPC returns) is its :class:`Pipeline`.
@@ -22,7 +22,7 @@ from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import CheckpointDirectory
 from squall.spark.execute.figures import BatchFigures, Reports, ReportsParam
-from squall.spark.execute.retries import BatchRetries
+from squall.spark.streaming.retries import BatchRetries
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
