@@ -13,7 +13,7 @@ from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM
-from squall.runtime.hooks import AdaptsToBolt, implements
+from squall.model.hooks import AdaptsToBolt, implements
 
 FieldsLike = Fields | Iterable[str] | str
 
