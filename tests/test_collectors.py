@@ -9,12 +9,12 @@ from squall.runtime.acker import ACK_INIT_STREAM, ACKER_COMPONENT
 from squall.runtime.clock import ManualClock
 from squall.runtime.collectors import (
     AckBuffer,
-    BasicOutputCollector,
-    OutputCollector,
-    SpoutOutputCollector,
+    BasicBoltCollector,
+    BoltCollector,
+    SpoutCollector,
     TaskWiring,
 )
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.plan import build_plan
 from squall.runtime.routing import build_routes
@@ -63,11 +63,11 @@ class Harness:
         self.tasks = plan.component_tasks
 
         def routes(task: int):
-            return build_routes(topology, plan, TopologyContext(topology, plan, task, conf=conf))
+            return build_routes(topology, plan, TaskContext(topology, plan, task, conf=conf))
 
         (s_task,) = plan.component_tasks["s"]
         (r_task,) = plan.component_tasks["r"]
-        self.spout = SpoutOutputCollector(
+        self.spout = SpoutCollector(
             TaskWiring(
                 "s",
                 s_task,
@@ -79,7 +79,7 @@ class Harness:
             ),
             ManualClock(),
         )
-        self.bolt = OutputCollector(
+        self.bolt = BoltCollector(
             TaskWiring(
                 "r",
                 r_task,
@@ -230,7 +230,7 @@ def test_basic_collector_emits_anchored_to_its_input() -> None:
     harness.spout.emit(["cow", 1], msg_id="m")
     (relay_input,) = harness.outboxes[harness.tasks["r"][0]]
     assert relay_input._roots
-    basic = BasicOutputCollector(harness.bolt)
+    basic = BasicBoltCollector(harness.bolt)
     basic.input = relay_input
     targets = basic.emit(["calf", 2])
     assert sorted(targets) == sorted([*harness.tasks["all"], min(harness.tasks["one"])])
@@ -317,8 +317,8 @@ def test_acking_on_emit_reaching_no_task_completes_at_once() -> None:
     plan = build_plan(topology, conf)
     outboxes: list[list[Tuple]] = [[] for _ in range(plan.max_task_id + 1)]
     (s_task,) = plan.component_tasks["s"]
-    ctx = TopologyContext(topology, plan, s_task, conf=conf)
-    spout = SpoutOutputCollector(
+    ctx = TaskContext(topology, plan, s_task, conf=conf)
+    spout = SpoutCollector(
         TaskWiring(
             "s",
             s_task,

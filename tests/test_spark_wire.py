@@ -10,7 +10,7 @@ from typing import Any
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, Tuple
 from squall.model.tuple import StreamInfo
 from squall.runtime.clock import ManualClock
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.spark.execute.packets import unpack
 from squall.spark.execute.taskstate import CoreSetup, wire_task
 from squall.spark.execute.wire import (
@@ -108,7 +108,7 @@ def test_a_box_packs_in_packets_of_bounded_size() -> None:
     assert [t[0][0] for t in _packed(box)] == list(range(20_000))
 
 
-def _emit_all(collector: OutputCollector, anchors: list[Tuple], targets_of_c: list[int]) -> None:
+def _emit_all(collector: BoltCollector, anchors: list[Tuple], targets_of_c: list[int]) -> None:
     """Every kind of emit, interleaved: one tree, untracked, several anchors, several
     trees in one anchor, direct, two streams."""
     one, two, many = anchors
@@ -141,7 +141,7 @@ def test_the_wire_collector_sends_what_the_engine_neutral_one_does() -> None:
         expected: list[list[Tuple]] = [[] for _ in range(core.plan.max_task_id + 1)]
         plain.wiring.outboxes = expected
         plain.wiring.ack_buffer = None
-        reference = OutputCollector(plain.wiring)
+        reference = BoltCollector(plain.wiring)
         wired = wire_task(setup, "b", task)
         collector = WireOutputCollector(wired.wiring, wired.outboxes)
         reference_anchors, wire_anchors = _anchors(), _anchors()
@@ -180,7 +180,7 @@ def test_the_wire_spout_collector_sends_and_tracks_what_the_engine_neutral_one_d
     plain.wiring.outboxes = expected
     plain.wiring.ack_buffer = None
     clock = ManualClock(1000)
-    reference = SpoutOutputCollector(plain.wiring, clock)
+    reference = SpoutCollector(plain.wiring, clock)
     wired = wire_task(setup, "s", task)
     collector = WireSpoutOutputCollector(wired.wiring, clock, wired.outboxes)
     for emitting in (reference, collector):

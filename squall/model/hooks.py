@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast, runti
 from squall.model.components import BasicBolt, Bolt
 
 if TYPE_CHECKING:
-    from squall.runtime.coordination import CoordinationStore
+    from squall.model.coordination import CoordinationStore
 
 HookT = TypeVar("HookT")
 
@@ -302,10 +302,12 @@ def _methods(hook: Callable[..., Any]) -> tuple[str, ...]:
 
 __all__ = [
     "AdaptsToBolt",
+    "BeginsBatch",
     "CachesState",
     "CarriesCoordinationStore",
     "ChecksWorkerProcesses",
     "CleansUpTask",
+    "CommitsAcks",
     "Exhaustible",
     "FlagsCommitter",
     "HandlesFailedTransaction",
@@ -313,6 +315,7 @@ __all__ = [
     "PreparesTask",
     "ReportsMetrics",
     "SettlesBatch",
+    "SettlesBeforeCheckpoint",
     "ValidatesSubmission",
     "implements",
 ]

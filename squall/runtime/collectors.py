@@ -1,5 +1,10 @@
 """Collectors: how user code emits, acks and fails. Engine-neutral.
 
+The classes here implement the interfaces of :mod:`squall.model.collectors`
+(:class:`BoltCollector` is an ``OutputCollector``, :class:`SpoutCollector` a
+``SpoutOutputCollector``, :class:`BasicBoltCollector` a ``BasicOutputCollector``); the
+interfaces are re-exported here under their names.
+
 A collector belongs to one task and is used only from that task's thread. Emitted
 tuples are appended to per-task *outboxes* (any object with ``append``, indexed by task
 id) that the engine provides; acker messages go to the ``__acker`` tasks by root id.
@@ -19,6 +24,8 @@ from random import getrandbits
 from time import perf_counter
 from typing import Any
 
+from squall.model.clock import Clock
+from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.model.fields import Fields
 from squall.model.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, SYSTEM_TASK_ID, StreamInfo, Tuple
 from squall.runtime.acker import (
@@ -28,7 +35,6 @@ from squall.runtime.acker import (
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
 )
-from squall.runtime.clock import Clock
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
 
@@ -303,8 +309,9 @@ class _Emitter:
         self._stats.record_error(error)
 
 
-class OutputCollector(_Emitter):
-    """A bolt's collector: emit anchored tuples, ack or fail inputs."""
+class BoltCollector(_Emitter, OutputCollector):
+    """A bolt task's :class:`~squall.model.collectors.OutputCollector`: emit anchored
+    tuples, ack or fail inputs."""
 
     def __init__(self, wiring: TaskWiring) -> None:
         super().__init__(wiring)
@@ -502,20 +509,21 @@ class OutputCollector(_Emitter):
         self._ack_buffer.flush()
 
 
-class BasicOutputCollector:
-    """A basic bolt's collector: emits are anchored to the input being executed."""
+class BasicBoltCollector(BasicOutputCollector):
+    """A basic bolt task's :class:`~squall.model.collectors.BasicOutputCollector`:
+    emits are anchored to the input being executed."""
 
     __slots__ = ("_emit", "_out", "input")
 
-    def __init__(self, out: OutputCollector) -> None:
+    def __init__(self, out: BoltCollector) -> None:
         self._out = out
         self._emit = out.emit
         #: The input tuple being executed (set by the engine).
         self.input: Tuple | None = None
 
     @property
-    def output_collector(self) -> OutputCollector:
-        """The underlying :class:`OutputCollector`."""
+    def output_collector(self) -> BoltCollector:
+        """The underlying :class:`BoltCollector`."""
         return self._out
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
@@ -537,8 +545,9 @@ class BasicOutputCollector:
         self._out.report_error(error)
 
 
-class SpoutOutputCollector(_Emitter):
-    """A spout's collector: emit tuples, tracked when given a ``msg_id``.
+class SpoutCollector(_Emitter, SpoutOutputCollector):
+    """A spout task's :class:`~squall.model.collectors.SpoutOutputCollector`: emit
+    tuples, tracked when given a ``msg_id``.
 
     The engine's spout executor owns ``pending`` (root id -> ``(msg_id, start_ms)``,
     oldest first) and ``completed`` (msg ids to ack right away: untracked emits when acking
@@ -635,3 +644,33 @@ class SpoutOutputCollector(_Emitter):
             acks[root] = acks.get(root, 0) ^ ack_val
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)
+
+
+def engine_collector(collector: OutputCollector, where: str) -> BoltCollector:
+    """``collector`` as the engine's :class:`BoltCollector`, for the bolts an engine
+    wraps around user bolts (stateful and windowed bolts' executors), which use its
+    engine-facing methods. Called once, in ``prepare`` or when first needed.
+
+    Raises:
+        TypeError: ``collector`` is not the engine's (``where`` names the component).
+    """
+    if not isinstance(collector, BoltCollector):
+        raise TypeError(
+            f"{where} runs on the engine's bolt collector, got {type(collector).__name__}"
+        )
+    return collector
+
+
+__all__ = [
+    "ACK_BUFFER_STREAMS",
+    "AckBuffer",
+    "BasicBoltCollector",
+    "BasicOutputCollector",
+    "BoltCollector",
+    "Observer",
+    "OutputCollector",
+    "SpoutCollector",
+    "SpoutOutputCollector",
+    "TaskWiring",
+    "engine_collector",
+]

@@ -6,6 +6,7 @@ module re-exports them so ``squall.runtime.hooks`` keeps working.
 
 from squall.model.hooks import (
     AdaptsToBolt,
+    BeginsBatch,
     CachesState,
     CarriesCoordinationStore,
     ChecksWorkerProcesses,
@@ -25,6 +26,7 @@ from squall.model.hooks import (
 
 __all__ = [
     "AdaptsToBolt",
+    "BeginsBatch",
     "CachesState",
     "CarriesCoordinationStore",
     "ChecksWorkerProcesses",

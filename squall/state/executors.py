@@ -25,12 +25,13 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from squall.model.collectors import Anchors, OutputCollector
 from squall.model.components import BasicBolt, Bolt
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.collectors import BasicOutputCollector, OutputCollector
+from squall.runtime.collectors import BasicBoltCollector, BoltCollector, engine_collector
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import SettlesBeforeCheckpoint, implements
 from squall.state.alignment import BarrierAlignment
@@ -57,18 +58,30 @@ def state_namespace(component_id: str, task_index: int) -> str:
     return f"{component_id}-{task_index}"
 
 
-class TrackingCollector:
+class TrackingCollector(OutputCollector):
     """What the wrapped bolt's code gets as its collector: the task's collector, with
-    acks and fails seen by the wrapper first."""
+    acks and fails seen by the wrapper first. Used on the task's thread.
 
-    def __init__(self, out: OutputCollector, wrapper: CheckpointedBolt) -> None:
+    Args:
+        out: the task's collector.
+        wrapper: the bolt wrapper that sees the fails.
+        ack: what the bolt's ``ack`` calls (the wrapper's, a closure for a stateful
+            bolt: the hottest call of its task).
+    """
+
+    __slots__ = ("_ack", "_out", "_wrapper")
+
+    def __init__(
+        self, out: BoltCollector, wrapper: CheckpointedBolt, ack: Callable[[Tuple], None]
+    ) -> None:
         self._out = out
         self._wrapper = wrapper
+        self._ack = ack
 
     def emit(
         self,
         values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
+        anchors: Anchors = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
         """As :meth:`OutputCollector.emit`."""
@@ -78,7 +91,7 @@ class TrackingCollector:
         self,
         task_id: int,
         values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
+        anchors: Anchors = None,
         stream: str = DEFAULT_STREAM,
     ) -> None:
         """As :meth:`OutputCollector.emit_direct`."""
@@ -86,15 +99,20 @@ class TrackingCollector:
 
     def ack(self, tup: Tuple) -> None:
         """Acknowledge ``tup`` (held back until commit by a stateful bolt)."""
-        self._wrapper.acked(tup)
+        self._ack(tup)
 
     def fail(self, tup: Tuple) -> None:
         """Fail ``tup`` now."""
         self._wrapper.failed(tup)
         self._out.fail(tup)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._out, name)
+    def reset_timeout(self, tup: Tuple) -> None:
+        """As :meth:`OutputCollector.reset_timeout`."""
+        self._out.reset_timeout(tup)
+
+    def report_error(self, error: BaseException | str) -> None:
+        """As :meth:`OutputCollector.report_error`."""
+        self._out.report_error(error)
 
 
 class CheckpointedBolt(WrappedBolt):
@@ -127,8 +145,8 @@ class CheckpointedBolt(WrappedBolt):
         """Prepare the bolt, with a collector whose acks and fails the wrapper sees."""
         from squall.state.providers import provider_for
 
-        self._out = collector
-        self._stats = collector.stats
+        self._out = engine_collector(collector, f"bolt {context.component_id!r}")
+        self._stats = self._out.stats
         self._context = context
         senders = frozenset(
             task
@@ -153,12 +171,11 @@ class CheckpointedBolt(WrappedBolt):
         self._failed_roots: list[int] = []
         self._basic = isinstance(self.bolt, BasicBolt)
         if self._basic:
-            self._basic_collector = BasicOutputCollector(collector)
+            self._basic_collector = BasicBoltCollector(self._out)
             self.bolt.prepare(conf, context)  # type: ignore[call-arg]
         else:
-            tracking = TrackingCollector(collector, self)
-            tracking.ack = self._ack_function()  # type: ignore[method-assign, assignment]
-            self.bolt.prepare(conf, context, tracking)  # type: ignore[arg-type, call-arg]
+            tracking = TrackingCollector(self._out, self, self._ack_function())
+            self.bolt.prepare(conf, context, tracking)  # type: ignore[call-arg]
 
     def cleanup(self) -> None:
         """Clean the bolt up, then close the records' store."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.runtime.clock import Clock
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector, TaskWiring
+from squall.runtime.collectors import BoltCollector, SpoutCollector, TaskWiring
 from squall.runtime.routing import StreamRoute
 from squall.spark.execute.packets import (
     PACKET_TUPLES,
@@ -170,11 +170,11 @@ class _TargetOutbox:
         self.outboxes.row(tup._info)[self.task_id].add(tup.values, tup._roots)
 
 
-class WireOutputCollector(OutputCollector):
+class WireOutputCollector(BoltCollector):
     """A bolt task's collector on Spark: the engine-neutral one, with its usual emits
     (on a declared non-direct stream, anchored to one tuple of one tree, or untracked)
     written straight into the task's :class:`WireBox` es. Acking, counters and checks
-    are those of :class:`~squall.runtime.collectors.OutputCollector`."""
+    are those of :class:`~squall.runtime.collectors.BoltCollector`."""
 
     def __init__(self, wiring: TaskWiring, outboxes: Outboxes) -> None:
         super().__init__(wiring)
@@ -188,7 +188,7 @@ class WireOutputCollector(OutputCollector):
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
         """Emit ``values`` on ``stream``, anchored to ``anchors`` (see
-        :meth:`OutputCollector.emit`)."""
+        :meth:`BoltCollector.emit`)."""
         route = self._routes.get(stream)
         if route is None or route.direct or len(values) != route.width or self._observer:
             return super().emit(values, anchors, stream)
@@ -231,7 +231,7 @@ class WireOutputCollector(OutputCollector):
         return targets
 
 
-class WireSpoutOutputCollector(SpoutOutputCollector):
+class WireSpoutOutputCollector(SpoutCollector):
     """A spout task's collector on Spark: the engine-neutral one, with its tracked emits
     (a message id, acking on) written straight into the task's :class:`WireBox` es."""
 
