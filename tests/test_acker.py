@@ -368,7 +368,7 @@ class Tree:
 def root_ids(tup: Tuple) -> set[int]:
     """The root ids of the trees a tracked tuple belongs to (private engine data, either
     a ``{root: edge}`` mapping or a flat ``(root, edge, root, edge, ...)`` tuple)."""
-    roots = tup._roots
+    roots = tup.tree_ids
     if not roots:
         return set()
     if isinstance(roots, dict):

@@ -229,17 +229,17 @@ def test_basic_collector_emits_anchored_to_its_input() -> None:
     harness = Harness(ackers=1)
     harness.spout.emit(["cow", 1], msg_id="m")
     (relay_input,) = harness.outboxes[harness.tasks["r"][0]]
-    assert relay_input._roots
+    assert relay_input.tree_ids
     basic = BasicBoltCollector(harness.bolt)
     basic.input = relay_input
     targets = basic.emit(["calf", 2])
     assert sorted(targets) == sorted([*harness.tasks["all"], min(harness.tasks["one"])])
     for target in targets:
-        assert harness.outboxes[target][-1]._roots
-    assert relay_input._ack_val != 0
+        assert harness.outboxes[target][-1].tree_ids
+    assert relay_input.ack_val != 0
     target = harness.tasks["d"][0]
     basic.emit_direct(target, ["calf"], stream="direct")
-    assert harness.outboxes[target][-1]._roots
+    assert harness.outboxes[target][-1].tree_ids
 
 
 # -- acking off / untracked emits --------------------------------------------------------
@@ -254,7 +254,7 @@ def test_acking_off_spout_tuples_are_untracked_and_msg_ids_complete() -> None:
     assert harness.spout.completed == ["m1", "m2"]
     assert harness.spout.pending == {}
     for target in targets:
-        assert all(t._roots is None for t in harness.outboxes[target])
+        assert all(t.tree_ids is None for t in harness.outboxes[target])
     harness.buffer.flush()
     assert harness.buffer.acks == {}
 
@@ -263,7 +263,7 @@ def test_acking_off_bolt_emits_are_untracked_even_when_anchored() -> None:
     harness = Harness(ackers=0)
     harness.spout.emit(["cow", 1], msg_id="m1")
     relay_input = harness.outboxes[harness.tasks["r"][0]].pop()
-    assert relay_input._roots is None
+    assert relay_input.tree_ids is None
     for box in harness.outboxes:
         box.clear()
     targets = harness.bolt.emit(["calf", 2], anchors=relay_input)
@@ -271,7 +271,7 @@ def test_acking_off_bolt_emits_are_untracked_even_when_anchored() -> None:
     harness.bolt.emit_direct(harness.tasks["d"][0], ["x"], anchors=relay_input, stream="direct")
     for task in [*targets, harness.tasks["d"][0]]:
         assert harness.outboxes[task]
-        assert all(t._roots is None for t in harness.outboxes[task])
+        assert all(t.tree_ids is None for t in harness.outboxes[task])
     harness.bolt.ack(relay_input)
     harness.bolt.fail(relay_input)
     harness.bolt.flush_acks()
@@ -284,7 +284,7 @@ def test_acking_on_spout_emit_without_msg_id_is_untracked() -> None:
     harness = Harness(ackers=1)
     targets = harness.spout.emit(["cow", 1])
     for target in targets:
-        assert all(t._roots is None for t in harness.outboxes[target])
+        assert all(t.tree_ids is None for t in harness.outboxes[target])
     assert harness.spout.pending == {}
     assert harness.spout.completed == []
     harness.buffer.flush()
@@ -296,7 +296,7 @@ def test_acking_on_spout_emit_with_msg_id_is_tracked() -> None:
     targets = harness.spout.emit(["cow", 1], msg_id="m1")
     for target in targets:
         (tup,) = harness.outboxes[target]
-        assert tup._roots
+        assert tup.tree_ids
     assert harness.spout.completed == []
     assert [entry[0] for entry in harness.spout.pending.values()] == ["m1"]
     harness.buffer.flush()

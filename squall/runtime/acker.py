@@ -66,7 +66,7 @@ class AckerBolt(Bolt):
         self.generation = 0
 
     def execute(self, tup: Tuple) -> None:
-        stream = tup._info.stream_id
+        stream = tup.stream_info.stream_id
         values = tup.values
         pending = self.pending
         root = values[0]

@@ -355,12 +355,12 @@ class BoltCollector(_Emitter, OutputCollector):
             for target in targets:
                 outboxes[target].append(tup)
         elif anchors.__class__ is Tuple:
-            anchor_roots = anchors._roots
+            anchor_roots = anchors.tree_ids
             if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
                 root = anchor_roots[0]
                 for target in targets:
                     edge = getrandbits(64)
-                    anchors._ack_val ^= edge
+                    anchors.ack_val ^= edge
                     outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
             elif anchor_roots:
                 self._send_anchored(route, targets, values, (anchors,))
@@ -436,10 +436,10 @@ class BoltCollector(_Emitter, OutputCollector):
         for target in targets:
             combined: dict[int, int] = {}
             for anchor in anchors:
-                anchor_roots = anchor._roots
+                anchor_roots = anchor.tree_ids
                 if anchor_roots:
                     edge = getrandbits(64)
-                    anchor._ack_val ^= edge
+                    anchor.ack_val ^= edge
                     for root in anchor_roots[::2]:
                         combined[root] = combined.get(root, 0) ^ edge
             roots = tuple(chain.from_iterable(combined.items())) if combined else None
@@ -447,10 +447,10 @@ class BoltCollector(_Emitter, OutputCollector):
 
     def ack(self, tup: Tuple) -> None:
         """Mark ``tup`` processed. Every input must be acked or failed exactly once."""
-        roots = tup._roots
+        roots = tup.tree_ids
         if roots:
             pending = self.pending_acks
-            value = tup._ack_val
+            value = tup.ack_val
             for position in range(0, len(roots), 2):
                 root = roots[position]
                 pending[root] = pending.get(root, 0) ^ roots[position + 1] ^ value
@@ -467,16 +467,16 @@ class BoltCollector(_Emitter, OutputCollector):
         For engines whose bolt state is durable at the end of a batch (Spark): a tuple
         held in that state (a window) needs no replay once the batch commits.
         """
-        if tup._roots:
+        if tup.tree_ids:
             acked = self._stats.acked
             self.ack(tup)  # the same XOR into the ledger
             self._stats.acked = acked  # counted when the engine acks it for good
-            tup._roots = None
-            tup._ack_val = 0
+            tup.tree_ids = None
+            tup.ack_val = 0
 
     def fail(self, tup: Tuple) -> None:
         """Fail ``tup``: its spout tuple's ``fail`` is called (and a reliable spout replays)."""
-        roots = tup._roots
+        roots = tup.tree_ids
         if roots:
             for root in roots[::2]:
                 self._send_system(ACK_FAIL_STREAM, root)
@@ -499,7 +499,7 @@ class BoltCollector(_Emitter, OutputCollector):
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of every tree ``tup`` belongs to (long work)."""
-        roots = tup._roots
+        roots = tup.tree_ids
         if roots:
             for root in roots[::2]:
                 self._send_system(ACK_RESET_TIMEOUT_STREAM, root)

@@ -228,7 +228,9 @@ class BoltRunner(TaskRunner):
                 ran = index
                 break
             tup = popleft()
-            if hook is not None and (hook.holding or tup._info.stream_id == CHECKPOINT_STREAM):
+            if hook is not None and (
+                hook.holding or tup.stream_info.stream_id == CHECKPOINT_STREAM
+            ):
                 hook.take(tup)
                 not_acked_here += 1
                 continue
@@ -242,11 +244,11 @@ class BoltRunner(TaskRunner):
                 not_acked_here += 1
                 continue
             # Ack inline (the same XOR as BoltCollector.ack): the hottest loop of the engine.
-            roots = tup._roots
+            roots = tup.tree_ids
             if roots:
                 if len(roots) == 2:
                     root = roots[0]
-                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup._ack_val
+                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup.ack_val
                 else:
                     collector.ack(tup)
                     acked_by_collector += 1
@@ -394,7 +396,7 @@ class SpoutRunner(TaskRunner):
         while inbox:
             tup = inbox.popleft()
             handled += 1
-            stream = tup._info.stream_id
+            stream = tup.stream_info.stream_id
             if stream == CHECKPOINT_STREAM:
                 if self.checkpointing is not None:
                     self.checkpointing.on_checkpoint(tup)

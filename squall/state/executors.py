@@ -191,7 +191,7 @@ class CheckpointedBolt(WrappedBolt):
     def execute(self, tup: Tuple) -> None:
         """A checkpoint tuple is aligned and acted on; a data tuple is executed, or held
         back while the task is not ready for it."""
-        if tup._info.stream_id == CHECKPOINT_STREAM:
+        if tup.stream_info.stream_id == CHECKPOINT_STREAM:
             self._checkpoint(tup)
             return
         alignment = self._alignment
@@ -222,7 +222,7 @@ class CheckpointedBolt(WrappedBolt):
             if meter is not None and meter.transferred >= stop_at:
                 return index
             tup = popleft()
-            if not flowing or tup._info.stream_id == checkpoints:
+            if not flowing or tup.stream_info.stream_id == checkpoints:
                 try:
                     self.execute(tup)
                 except Exception as error:
@@ -234,14 +234,14 @@ class CheckpointedBolt(WrappedBolt):
             try:
                 execute(tup)  # type: ignore[call-arg]
             except Exception as error:
-                roots = tup._roots
+                roots = tup.tree_ids
                 if not self._settled and roots:  # failed now
                     self._failed_roots.extend(roots[::2])
                 self._current = None
                 on_error(tup, error)
                 continue
             self._current = None
-            if not self._settled and tup._roots:  # held by the bolt for later
+            if not self._settled and tup.tree_ids:  # held by the bolt for later
                 unacked[id(tup)] = tup
         return count
 
@@ -257,7 +257,7 @@ class CheckpointedBolt(WrappedBolt):
     def take(self, tup: Tuple) -> None:
         """A tuple the engine's runner hands over (a checkpoint tuple, or any while
         :attr:`holding`): as ``execute``, failures handled as the engine does."""
-        if tup._info.stream_id == CHECKPOINT_STREAM:
+        if tup.stream_info.stream_id == CHECKPOINT_STREAM:
             self._checkpoint(tup)
         else:
             self._run_released(tup)
@@ -271,7 +271,7 @@ class CheckpointedBolt(WrappedBolt):
             try:
                 self.bolt.execute(tup, basic)  # type: ignore[call-arg]
             except Exception:
-                roots = tup._roots
+                roots = tup.tree_ids
                 if roots:
                     self._failed_roots.extend(roots[::2])
                 raise
@@ -284,13 +284,13 @@ class CheckpointedBolt(WrappedBolt):
         try:
             self.bolt.execute(tup)  # type: ignore[call-arg]
         except Exception:
-            roots = tup._roots
+            roots = tup.tree_ids
             if not self._settled and roots:  # the engine fails it now
                 self._failed_roots.extend(roots[::2])
             raise
         finally:
             self._current = None
-        if not self._settled and tup._roots:  # held by the bolt for later
+        if not self._settled and tup.tree_ids:  # held by the bolt for later
             self._unacked[id(tup)] = tup
 
     def _run_released(self, tup: Tuple) -> None:
@@ -325,7 +325,7 @@ class CheckpointedBolt(WrappedBolt):
             self._settled = True
         elif self._unacked:
             self._unacked.pop(id(tup), None)
-        roots = tup._roots
+        roots = tup.tree_ids
         if roots:
             self._failed_roots.extend(roots[::2])
 
@@ -384,7 +384,7 @@ class CheckpointedBolt(WrappedBolt):
                 bolt.settle_before_checkpoint()
             excluded = list(self._failed_roots)
             for held in self._unacked.values():
-                excluded.extend(held._roots[::2])  # type: ignore[index]
+                excluded.extend(held.tree_ids[::2])  # type: ignore[index]
             records.put(EXCLUDED_KEY, [txid, excluded])
             records.prepare_commit(txid)
             self._failed_roots = []
@@ -460,9 +460,9 @@ class StatefulBoltExecutor(CheckpointedBolt):
                 stats.process_secs += perf_counter() - out.sample_start
                 stats.process_count += 1
                 out.sample_tuple = None
-            roots = tup._roots
+            roots = tup.tree_ids
             if roots:
-                value = tup._ack_val
+                value = tup.ack_val
                 if len(roots) == 2:
                     root = roots[0]
                     acked[root] = acked.get(root, 0) ^ roots[1] ^ value

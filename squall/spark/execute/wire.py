@@ -57,7 +57,7 @@ class WireBox:
         self.roots: list[Roots] = []
 
     def add(self, values: Sequence[Any], roots: Roots) -> None:
-        """Add a tuple with its ids (``Tuple._roots``)."""
+        """Add a tuple with its ids (``Tuple.tree_ids``)."""
         mode = self.mode
         if roots is None:
             if mode in (EMPTY, UNTRACKED):
@@ -167,7 +167,7 @@ class _TargetOutbox:
         self.task_id = task_id
 
     def append(self, tup: Tuple) -> None:
-        self.outboxes.row(tup._info)[self.task_id].add(tup.values, tup._roots)
+        self.outboxes.row(tup.stream_info)[self.task_id].add(tup.values, tup.tree_ids)
 
 
 class WireOutputCollector(BoltCollector):
@@ -197,7 +197,7 @@ class WireOutputCollector(BoltCollector):
             if not isinstance(anchors, Tuple):
                 return super().emit(values, anchors, stream)
             anchor = anchors
-            anchor_roots = anchor._roots
+            anchor_roots = anchor.tree_ids
             if not anchor_roots or len(anchor_roots) != 2:
                 return super().emit(values, anchors, stream)
             root = anchor_roots[0]
@@ -218,7 +218,7 @@ class WireOutputCollector(BoltCollector):
             return targets
         for target in targets:
             edge = getrandbits(64)
-            anchor._ack_val ^= edge
+            anchor.ack_val ^= edge
             box = rows[target]
             if box.mode == TREES or box.mode == EMPTY:
                 box.mode = TREES
