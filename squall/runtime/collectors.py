@@ -37,6 +37,7 @@ from squall.runtime.acker import (
 )
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
+from squall.runtime.sinks import EmitSink, OutboxSink
 
 _INIT_FIELDS = Fields("id", "ack_val", "spout_task")
 _ACK_FIELDS = Fields("id", "ack_val")
@@ -203,6 +204,8 @@ class TaskWiring:
         acker_tasks: the ``__acker`` task ids (empty: acking is off).
         ack_buffer: where acks are combined before they are sent (shared per worker);
             a private one when not given.
+        sink: where the task's emits are delivered; an :class:`OutboxSink` on
+            ``outboxes`` when not given.
     """
 
     component_id: str
@@ -212,10 +215,15 @@ class TaskWiring:
     stats: TaskStats
     acker_tasks: list[int]
     ack_buffer: AckBuffer | None = None
+    sink: EmitSink | None = None
 
 
 class _Emitter:
-    """State and checks shared by every collector of one task."""
+    """State and checks shared by every collector of one task.
+
+    Emits are delivered to the task's :class:`~squall.runtime.sinks.EmitSink`; acker
+    messages (fails, timeout resets, the ack buffer's) to ``outboxes``.
+    """
 
     def __init__(self, wiring: TaskWiring) -> None:
         self._component_id = wiring.component_id
@@ -235,6 +243,12 @@ class _Emitter:
         self._tracking = bool(wiring.acker_tasks)
         self._ack_buffer = wiring.ack_buffer or AckBuffer(wiring.outboxes, wiring.acker_tasks)
         self._observer: Observer | None = None
+        sink = wiring.sink or OutboxSink(wiring.outboxes)
+        self._sink = sink
+        # The sink's methods, bound once: called once per emit on the hot path.
+        self._send_untracked = sink.send
+        self._send_tree = sink.send_tree
+        self._send_to = sink.send_to
         wiring.stats.routes = wiring.routes
 
     @property
@@ -349,25 +363,18 @@ class BoltCollector(_Emitter, OutputCollector):
         targets = route.choose(source, values)
         route.emitted += 1
         route.transferred += len(targets)
-        outboxes = self._outboxes
         if anchors is None or not self._tracking:
-            tup = Tuple(values, route.info, source)
-            for target in targets:
-                outboxes[target].append(tup)
+            self._send_untracked(route.info, source, targets, values)
         elif anchors.__class__ is Tuple:
             anchor_roots = anchors.tree_ids
             if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
-                root = anchor_roots[0]
-                for target in targets:
-                    edge = getrandbits(64)
-                    anchors.ack_val ^= edge
-                    outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
+                anchors.ack_val ^= self._send_tree(
+                    route.info, source, targets, values, anchor_roots[0]
+                )
             elif anchor_roots:
                 self._send_anchored(route, targets, values, (anchors,))
             else:
-                tup = Tuple(values, route.info, source)
-                for target in targets:
-                    outboxes[target].append(tup)
+                self._send_untracked(route.info, source, targets, values)
         else:
             self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
         if self._observer is not None:
@@ -397,7 +404,7 @@ class BoltCollector(_Emitter, OutputCollector):
         if anchors is None and self._observer is None:
             route.emitted += 1
             route.transferred += 1
-            self._outboxes[task_id].append(Tuple(values, route.info, self._task_id))
+            self._send_to(route.info, self._task_id, task_id, values, None)
             return
         self._send(route, [task_id], values, anchors)
 
@@ -412,9 +419,7 @@ class BoltCollector(_Emitter, OutputCollector):
         route.transferred += len(targets)
         source = self._task_id
         if anchors is None or not self._tracking:
-            tup = Tuple(values, route.info, source)
-            for target in targets:
-                self._outboxes[target].append(tup)
+            self._send_untracked(route.info, source, targets, values)
         else:
             if anchors.__class__ is Tuple:
                 anchors = (anchors,)
@@ -431,7 +436,8 @@ class BoltCollector(_Emitter, OutputCollector):
     ) -> None:
         """Storm's bolt emit: per target and per anchor a new edge id, XORed into the
         anchor's ack value and into the new tuple's id for each of the anchor's roots."""
-        outboxes = self._outboxes
+        send_to = self._send_to
+        info = route.info
         source = self._task_id
         for target in targets:
             combined: dict[int, int] = {}
@@ -443,7 +449,7 @@ class BoltCollector(_Emitter, OutputCollector):
                     for root in anchor_roots[::2]:
                         combined[root] = combined.get(root, 0) ^ edge
             roots = tuple(chain.from_iterable(combined.items())) if combined else None
-            outboxes[target].append(Tuple(values, route.info, source, roots))
+            send_to(info, source, target, values, roots)
 
     def ack(self, tup: Tuple) -> None:
         """Mark ``tup`` processed. Every input must be acked or failed exactly once."""
@@ -614,12 +620,9 @@ class SpoutCollector(_Emitter, SpoutOutputCollector):
             return
         route.emitted += 1
         route.transferred += len(targets)
-        outboxes = self._outboxes
         source = self._task_id
         if msg_id is None or not self._tracking:
-            tup = Tuple(values, route.info, source)
-            for target in targets:
-                outboxes[target].append(tup)
+            self._send_untracked(route.info, source, targets, values)
             if msg_id is not None:
                 self.completed.append(msg_id)
         elif not targets:
@@ -631,12 +634,7 @@ class SpoutCollector(_Emitter, SpoutOutputCollector):
                 root += near[root % len(near)] - root % self._ackers
             else:
                 root = getrandbits(64)
-            ack_val = 0
-            info = route.info
-            for target in targets:
-                edge = getrandbits(64)
-                ack_val ^= edge
-                outboxes[target].append(Tuple(values, info, source, (root, edge)))
+            ack_val = self._send_tree(route.info, source, targets, values, root)
             self.pending[root] = (msg_id, self._clock.now_ms())
             buffer = self._ack_buffer
             buffer.inits[root] = source
