@@ -79,17 +79,16 @@ class Harness:
             ),
             ManualClock(),
         )
-        self.bolt = BoltCollector(
-            TaskWiring(
-                "r",
-                r_task,
-                routes(r_task),
-                self.outboxes,
-                TaskStats("r", r_task),
-                self.acker_tasks,
-                self.buffer,
-            )
+        self.bolt_wiring = TaskWiring(
+            "r",
+            r_task,
+            routes(r_task),
+            self.outboxes,
+            TaskStats("r", r_task),
+            self.acker_tasks,
+            self.buffer,
         )
+        self.bolt = BoltCollector(self.bolt_wiring)
 
     def collector(self, kind: str):
         return self.spout if kind == "spout" else self.bolt
