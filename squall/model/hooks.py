@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast, runti
 from squall.model.components import BasicBolt, Bolt
 
 if TYPE_CHECKING:
+    from squall.model.context import TopologyContext
     from squall.model.coordination import CoordinationStore
 
 HookT = TypeVar("HookT")
@@ -109,7 +110,7 @@ class PreparesTask(Protocol):
     (same task id, index and component tasks).
     """
 
-    def prepare_task(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare_task(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Prepare the task's resources."""
         ...
 
