@@ -5,9 +5,12 @@ The classes here implement the interfaces of :mod:`squall.model.collectors`
 ``SpoutOutputCollector``, :class:`BasicBoltCollector` a ``BasicOutputCollector``); the
 interfaces are re-exported here under their names.
 
-A collector belongs to one task and is used only from that task's thread. Emitted
-tuples are appended to per-task *outboxes* (any object with ``append``, indexed by task
-id) that the engine provides; acker messages go to the ``__acker`` tasks by root id.
+A collector belongs to one task and is used only from that task's thread. The emit
+here is the one of every engine: it checks the stream, chooses the targets, counts, does
+the XOR anchoring and hands the routed tuple to the task's sink
+(:mod:`squall.runtime.sinks`; by default, a ``Tuple`` appended per target to the
+*outboxes*, any objects with ``append`` indexed by task id, that the engine provides).
+Acker messages go to the ``__acker`` tasks' outboxes by root id.
 
 Acking follows Storm's algorithm (see :mod:`squall.runtime.acker`). A bolt's acks are
 XOR-combined per root id within the batch its executor is running and sent once per
