@@ -252,6 +252,10 @@ class _Emitter:
         self._send_untracked = sink.send
         self._send_tree = sink.send_tree
         self._send_to = sink.send_to
+        #: The outboxes when the sink is the default one: the bolt emit's usual cases
+        #: then do what :class:`OutboxSink` does inline (one call less per emit, some 5%
+        #: of a local word count's work); None with any other sink.
+        self._inline_outboxes = None if wiring.sink else wiring.outboxes
         wiring.stats.routes = wiring.routes
 
     @property
@@ -366,14 +370,27 @@ class BoltCollector(_Emitter, OutputCollector):
         targets = route.choose(source, values)
         route.emitted += 1
         route.transferred += len(targets)
+        outboxes = self._inline_outboxes
         if anchors is None or not self._tracking:
-            self._send_untracked(route.info, source, targets, values)
+            if outboxes is None:
+                self._send_untracked(route.info, source, targets, values)
+            else:
+                tup = Tuple(values, route.info, source)
+                for target in targets:
+                    outboxes[target].append(tup)
         elif anchors.__class__ is Tuple:
             anchor_roots = anchors.tree_ids
             if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
-                anchors.ack_val ^= self._send_tree(
-                    route.info, source, targets, values, anchor_roots[0]
-                )
+                if outboxes is None:
+                    anchors.ack_val ^= self._send_tree(
+                        route.info, source, targets, values, anchor_roots[0]
+                    )
+                else:
+                    root = anchor_roots[0]
+                    for target in targets:
+                        edge = getrandbits(64)
+                        anchors.ack_val ^= edge
+                        outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
             elif anchor_roots:
                 self._send_anchored(route, targets, values, (anchors,))
             else:
