@@ -26,9 +26,9 @@ from squall.model import (
     Tuple,
     is_tick_tuple,
 )
-from squall.runtime.clock import Clock, ManualClock
-from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
-from squall.runtime.context import TopologyContext
+from squall.model.clock import Clock, ManualClock
+from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from squall.model.context import TopologyContext
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.state import KeyValueState, StatefulBolt, StatefulWindowedBolt
 from squall.windowing import Count, Duration, TupleWindow, WindowedBolt

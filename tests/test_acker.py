@@ -21,8 +21,8 @@ from squall.runtime.acker import (
     AckerBolt,
 )
 from squall.runtime.clock import ManualClock
-from squall.runtime.collectors import AckBuffer, OutputCollector, SpoutOutputCollector, TaskWiring
-from squall.runtime.context import TopologyContext
+from squall.runtime.collectors import AckBuffer, BoltCollector, SpoutCollector, TaskWiring
+from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.plan import build_plan
 from squall.runtime.routing import build_routes
@@ -307,9 +307,9 @@ class Tree:
         (self.c_task,) = plan.component_tasks["c"]
 
         def routes(task: int):
-            return build_routes(topology, plan, TopologyContext(topology, plan, task, conf=conf))
+            return build_routes(topology, plan, TaskContext(topology, plan, task, conf=conf))
 
-        self.spout = SpoutOutputCollector(
+        self.spout = SpoutCollector(
             TaskWiring(
                 "s",
                 self.s_task,
@@ -321,7 +321,7 @@ class Tree:
             ),
             ManualClock(),
         )
-        self.bolt_a = OutputCollector(
+        self.bolt_a = BoltCollector(
             TaskWiring(
                 "a",
                 self.a_task,
@@ -332,7 +332,7 @@ class Tree:
                 self.buffer,
             )
         )
-        self.bolt_b = OutputCollector(
+        self.bolt_b = BoltCollector(
             TaskWiring(
                 "b",
                 self.b_task,
@@ -343,7 +343,7 @@ class Tree:
                 self.buffer,
             )
         )
-        self.bolt_c = OutputCollector(
+        self.bolt_c = BoltCollector(
             TaskWiring(
                 "c",
                 self.c_task,
@@ -368,7 +368,7 @@ class Tree:
 def root_ids(tup: Tuple) -> set[int]:
     """The root ids of the trees a tracked tuple belongs to (private engine data, either
     a ``{root: edge}`` mapping or a flat ``(root, edge, root, edge, ...)`` tuple)."""
-    roots = tup._roots
+    roots = tup.tree_ids
     if not roots:
         return set()
     if isinstance(roots, dict):

@@ -9,12 +9,12 @@ from squall.runtime.acker import ACK_INIT_STREAM, ACKER_COMPONENT
 from squall.runtime.clock import ManualClock
 from squall.runtime.collectors import (
     AckBuffer,
-    BasicOutputCollector,
-    OutputCollector,
-    SpoutOutputCollector,
+    BasicBoltCollector,
+    BoltCollector,
+    SpoutCollector,
     TaskWiring,
 )
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.plan import build_plan
 from squall.runtime.routing import build_routes
@@ -63,11 +63,11 @@ class Harness:
         self.tasks = plan.component_tasks
 
         def routes(task: int):
-            return build_routes(topology, plan, TopologyContext(topology, plan, task, conf=conf))
+            return build_routes(topology, plan, TaskContext(topology, plan, task, conf=conf))
 
         (s_task,) = plan.component_tasks["s"]
         (r_task,) = plan.component_tasks["r"]
-        self.spout = SpoutOutputCollector(
+        self.spout = SpoutCollector(
             TaskWiring(
                 "s",
                 s_task,
@@ -79,17 +79,16 @@ class Harness:
             ),
             ManualClock(),
         )
-        self.bolt = OutputCollector(
-            TaskWiring(
-                "r",
-                r_task,
-                routes(r_task),
-                self.outboxes,
-                TaskStats("r", r_task),
-                self.acker_tasks,
-                self.buffer,
-            )
+        self.bolt_wiring = TaskWiring(
+            "r",
+            r_task,
+            routes(r_task),
+            self.outboxes,
+            TaskStats("r", r_task),
+            self.acker_tasks,
+            self.buffer,
         )
+        self.bolt = BoltCollector(self.bolt_wiring)
 
     def collector(self, kind: str):
         return self.spout if kind == "spout" else self.bolt
@@ -229,17 +228,17 @@ def test_basic_collector_emits_anchored_to_its_input() -> None:
     harness = Harness(ackers=1)
     harness.spout.emit(["cow", 1], msg_id="m")
     (relay_input,) = harness.outboxes[harness.tasks["r"][0]]
-    assert relay_input._roots
-    basic = BasicOutputCollector(harness.bolt)
+    assert relay_input.tree_ids
+    basic = BasicBoltCollector(harness.bolt)
     basic.input = relay_input
     targets = basic.emit(["calf", 2])
     assert sorted(targets) == sorted([*harness.tasks["all"], min(harness.tasks["one"])])
     for target in targets:
-        assert harness.outboxes[target][-1]._roots
-    assert relay_input._ack_val != 0
+        assert harness.outboxes[target][-1].tree_ids
+    assert relay_input.ack_val != 0
     target = harness.tasks["d"][0]
     basic.emit_direct(target, ["calf"], stream="direct")
-    assert harness.outboxes[target][-1]._roots
+    assert harness.outboxes[target][-1].tree_ids
 
 
 # -- acking off / untracked emits --------------------------------------------------------
@@ -254,7 +253,7 @@ def test_acking_off_spout_tuples_are_untracked_and_msg_ids_complete() -> None:
     assert harness.spout.completed == ["m1", "m2"]
     assert harness.spout.pending == {}
     for target in targets:
-        assert all(t._roots is None for t in harness.outboxes[target])
+        assert all(t.tree_ids is None for t in harness.outboxes[target])
     harness.buffer.flush()
     assert harness.buffer.acks == {}
 
@@ -263,7 +262,7 @@ def test_acking_off_bolt_emits_are_untracked_even_when_anchored() -> None:
     harness = Harness(ackers=0)
     harness.spout.emit(["cow", 1], msg_id="m1")
     relay_input = harness.outboxes[harness.tasks["r"][0]].pop()
-    assert relay_input._roots is None
+    assert relay_input.tree_ids is None
     for box in harness.outboxes:
         box.clear()
     targets = harness.bolt.emit(["calf", 2], anchors=relay_input)
@@ -271,7 +270,7 @@ def test_acking_off_bolt_emits_are_untracked_even_when_anchored() -> None:
     harness.bolt.emit_direct(harness.tasks["d"][0], ["x"], anchors=relay_input, stream="direct")
     for task in [*targets, harness.tasks["d"][0]]:
         assert harness.outboxes[task]
-        assert all(t._roots is None for t in harness.outboxes[task])
+        assert all(t.tree_ids is None for t in harness.outboxes[task])
     harness.bolt.ack(relay_input)
     harness.bolt.fail(relay_input)
     harness.bolt.flush_acks()
@@ -284,7 +283,7 @@ def test_acking_on_spout_emit_without_msg_id_is_untracked() -> None:
     harness = Harness(ackers=1)
     targets = harness.spout.emit(["cow", 1])
     for target in targets:
-        assert all(t._roots is None for t in harness.outboxes[target])
+        assert all(t.tree_ids is None for t in harness.outboxes[target])
     assert harness.spout.pending == {}
     assert harness.spout.completed == []
     harness.buffer.flush()
@@ -296,7 +295,7 @@ def test_acking_on_spout_emit_with_msg_id_is_tracked() -> None:
     targets = harness.spout.emit(["cow", 1], msg_id="m1")
     for target in targets:
         (tup,) = harness.outboxes[target]
-        assert tup._roots
+        assert tup.tree_ids
     assert harness.spout.completed == []
     assert [entry[0] for entry in harness.spout.pending.values()] == ["m1"]
     harness.buffer.flush()
@@ -317,8 +316,8 @@ def test_acking_on_emit_reaching_no_task_completes_at_once() -> None:
     plan = build_plan(topology, conf)
     outboxes: list[list[Tuple]] = [[] for _ in range(plan.max_task_id + 1)]
     (s_task,) = plan.component_tasks["s"]
-    ctx = TopologyContext(topology, plan, s_task, conf=conf)
-    spout = SpoutOutputCollector(
+    ctx = TaskContext(topology, plan, s_task, conf=conf)
+    spout = SpoutCollector(
         TaskWiring(
             "s",
             s_task,

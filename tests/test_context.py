@@ -6,6 +6,7 @@ import pytest
 
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, TopologyContext
 from squall.model.grouping import GlobalStreamId, Grouping, GroupingKind
+from squall.runtime.context import TaskContext
 from squall.runtime.plan import build_plan
 
 
@@ -45,7 +46,7 @@ def topology_and_plan(conf: dict | None = None):
 
 def context(task_id: int, conf: dict | None = None) -> TopologyContext:
     topology, plan = topology_and_plan(conf)
-    return TopologyContext(topology, plan, task_id, topology_name="wc", conf=conf)
+    return TaskContext(topology, plan, task_id, topology_name="wc", conf=conf)
 
 
 def test_identity_of_a_task() -> None:

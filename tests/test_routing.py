@@ -11,7 +11,7 @@ import pytest
 
 from squall import Bolt, Config, CustomStreamGrouping, Fields, Spout, TopologyBuilder
 from squall.model.grouping import GlobalStreamId
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.hashing import StableHashError
 from squall.runtime.plan import build_plan
 from squall.runtime.routing import FieldsRouter, PartialKeyRouter, build_routes
@@ -41,7 +41,7 @@ def build(wire, spout_parallelism: int = 1, conf: dict | None = None):
 
 
 def routes_of(topology, plan, conf, task_id: int):
-    ctx = TopologyContext(topology, plan, task_id, conf=conf)
+    ctx = TaskContext(topology, plan, task_id, conf=conf)
     return build_routes(topology, plan, ctx)
 
 

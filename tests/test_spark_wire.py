@@ -10,7 +10,7 @@ from typing import Any
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, Tuple
 from squall.model.tuple import StreamInfo
 from squall.runtime.clock import ManualClock
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.spark.execute.packets import unpack
 from squall.spark.execute.taskstate import CoreSetup, wire_task
 from squall.spark.execute.wire import (
@@ -73,7 +73,7 @@ def _tuple(roots: tuple[int, ...] | None, value: str = "x") -> Tuple:
 def _packed(box: WireBox) -> list[tuple[list[Any], tuple[int, ...] | None]]:
     found = []
     for _, payload in box.payloads():
-        found.extend((t.values, t._roots) for t in unpack(payload, INFO, 5))
+        found.extend((t.values, t.tree_ids) for t in unpack(payload, INFO, 5))
     return found
 
 
@@ -108,7 +108,7 @@ def test_a_box_packs_in_packets_of_bounded_size() -> None:
     assert [t[0][0] for t in _packed(box)] == list(range(20_000))
 
 
-def _emit_all(collector: OutputCollector, anchors: list[Tuple], targets_of_c: list[int]) -> None:
+def _emit_all(collector: BoltCollector, anchors: list[Tuple], targets_of_c: list[int]) -> None:
     """Every kind of emit, interleaved: one tree, untracked, several anchors, several
     trees in one anchor, direct, two streams."""
     one, two, many = anchors
@@ -141,7 +141,7 @@ def test_the_wire_collector_sends_what_the_engine_neutral_one_does() -> None:
         expected: list[list[Tuple]] = [[] for _ in range(core.plan.max_task_id + 1)]
         plain.wiring.outboxes = expected
         plain.wiring.ack_buffer = None
-        reference = OutputCollector(plain.wiring)
+        reference = BoltCollector(plain.wiring)
         wired = wire_task(setup, "b", task)
         collector = WireOutputCollector(wired.wiring, wired.outboxes)
         reference_anchors, wire_anchors = _anchors(), _anchors()
@@ -149,7 +149,7 @@ def test_the_wire_collector_sends_what_the_engine_neutral_one_does() -> None:
         _emit_all(reference, reference_anchors, sinks)
         random.seed(3)
         _emit_all(collector, wire_anchors, sinks)
-        assert [a._ack_val for a in wire_anchors] == [a._ack_val for a in reference_anchors]
+        assert [a.ack_val for a in wire_anchors] == [a.ack_val for a in reference_anchors]
         received: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
         for packet in wired.outboxes.drain_packets(core.locations):
             assert packet.source == "b" and packet.source_task == task
@@ -157,13 +157,13 @@ def test_the_wire_collector_sends_what_the_engine_neutral_one_does() -> None:
             info = core.infos[("b", packet.stream)]
             tuples = unpack(packet.tuples, info, packet.source_task)
             received.setdefault((target, packet.stream), []).extend(
-                (t.values, t._roots) for t in tuples
+                (t.values, t.tree_ids) for t in tuples
             )
         wanted: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
         for target in sinks:
             for tup in expected[target]:
                 wanted.setdefault((target, tup.source_stream), []).append(
-                    (list(tup.values), tup._roots)
+                    (list(tup.values), tup.tree_ids)
                 )
         assert received == wanted
         assert sum(map(len, wanted.values())) == 30 * 2 + 30 * 3 + 6 * 2 + 6
@@ -180,7 +180,7 @@ def test_the_wire_spout_collector_sends_and_tracks_what_the_engine_neutral_one_d
     plain.wiring.outboxes = expected
     plain.wiring.ack_buffer = None
     clock = ManualClock(1000)
-    reference = SpoutOutputCollector(plain.wiring, clock)
+    reference = SpoutCollector(plain.wiring, clock)
     wired = wire_task(setup, "s", task)
     collector = WireSpoutOutputCollector(wired.wiring, clock, wired.outboxes)
     for emitting in (reference, collector):
@@ -199,12 +199,12 @@ def test_the_wire_spout_collector_sends_and_tracks_what_the_engine_neutral_one_d
         info = core.infos[("s", packet.stream)]
         tuples = unpack(packet.tuples, info, packet.source_task)
         received.setdefault((sinks[dest][packet.target], packet.stream), []).extend(
-            (t.values, t._roots) for t in tuples
+            (t.values, t.tree_ids) for t in tuples
         )
     wanted: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
     for target, box in enumerate(expected):
         for tup in box:
-            wanted.setdefault((target, tup.source_stream), []).append((tup.values, tup._roots))
+            wanted.setdefault((target, tup.source_stream), []).append((tup.values, tup.tree_ids))
     assert received == wanted
     assert len(collector.pending) == 30 + 4
 

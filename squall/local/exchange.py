@@ -228,9 +228,9 @@ class Exchange:
                 continue
             entries += (
                 inbox.task,
-                [number(tup._info) for tup in inbox],
+                [number(tup.stream_info) for tup in inbox],
                 [tup.source_task for tup in inbox],
-                [list(roots) if (roots := tup._roots) else None for tup in inbox],
+                [list(roots) if (roots := tup.tree_ids) else None for tup in inbox],
                 [tup.values for tup in inbox],
             )
             counts.append((inbox.task, held))

@@ -33,7 +33,7 @@ from squall.local.worker import Worker
 from squall.model.errors import InvalidTopologyError, excerpt
 from squall.model.grouping import GroupingKind
 from squall.model.topology import StormTopology
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.runtime.plan import TaskPlan
 from squall.runtime.routing import stream_targets
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
@@ -165,10 +165,10 @@ def tick_dues(workers: Iterable[Worker]) -> dict[int, float]:
     return dues
 
 
-def task_collectors(runner: TaskRunner) -> list[OutputCollector | SpoutOutputCollector]:
+def task_collectors(runner: TaskRunner) -> list[BoltCollector | SpoutCollector]:
     """Every collector a task acks through: its own, and a data spout's collector of
     checkpoint tuples in a topology with stateful bolts."""
-    collectors: list[OutputCollector | SpoutOutputCollector] = []
+    collectors: list[BoltCollector | SpoutCollector] = []
     if isinstance(runner, SpoutRunner):
         collectors.append(runner.collector)
         if isinstance(runner.checkpointing, SpoutCheckpointer):

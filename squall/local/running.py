@@ -22,19 +22,19 @@ from squall.local.rebalance import (
 from squall.local.scope import ProcessScope
 from squall.local.submission import SubmittedTopology
 from squall.local.worker import TickSchedule, Worker
+from squall.model.clock import Clock
 from squall.model.config import Config, component_config
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
-from squall.runtime.clock import Clock
 from squall.runtime.collectors import (
     AckBuffer,
-    OutputCollector,
-    SpoutOutputCollector,
+    BoltCollector,
+    SpoutCollector,
     TaskWiring,
 )
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.engine_figures import LocalFigures
 from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo
@@ -147,7 +147,7 @@ class RunningTopology(SubmittedTopology):
                 if not self._runs_here(task_id):
                     continue
                 component = _instance_for_task(spec.component, spec.component_id)
-                context = TopologyContext(
+                context = TaskContext(
                     self.topology,
                     self.plan,
                     task_id,
@@ -175,7 +175,7 @@ class RunningTopology(SubmittedTopology):
                         component,
                         context,
                         task_conf,
-                        SpoutOutputCollector(wiring, self.clock),
+                        SpoutCollector(wiring, self.clock),
                         inbox,
                         int(max_pending) if max_pending and tracking else None,
                         timeout_ms,
@@ -186,9 +186,7 @@ class RunningTopology(SubmittedTopology):
                         self.topology, spec, component, runner.collector, wiring, context, conf
                     )
                 else:
-                    runner = BoltRunner(
-                        component, context, task_conf, OutputCollector(wiring), inbox
-                    )
+                    runner = BoltRunner(component, context, task_conf, BoltCollector(wiring), inbox)
                 if not spec.system:
                     observer = self._observer(spec.component_id, emit_listener, debug)
                     runner.collector.set_observer(observer)

@@ -11,9 +11,9 @@ from squall.model.declarer import IMPLICIT_STREAMS, OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
+from squall.model.hooks import AdaptsToBolt, implements
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM
-from squall.runtime.hooks import AdaptsToBolt, implements
 
 FieldsLike = Fields | Iterable[str] | str
 

@@ -14,12 +14,12 @@ from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 
 if TYPE_CHECKING:
-    from squall.runtime.collectors import (
+    from squall.model.collectors import (
         BasicOutputCollector,
         OutputCollector,
         SpoutOutputCollector,
     )
-    from squall.runtime.context import TopologyContext
+    from squall.model.context import TopologyContext
 
 OutputsSpec = Iterable[str] | Mapping[str, Iterable[str]] | None
 

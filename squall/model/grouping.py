@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from squall.model.fields import Fields
 
 if TYPE_CHECKING:
-    from squall.runtime.context import TopologyContext
+    from squall.model.context import TopologyContext
 
 
 class GroupingKind(enum.Enum):

@@ -39,11 +39,22 @@ class Tuple:
     (``tup["word"]``, ``get_value_by_field("word")``). A tuple also says where it comes
     from: ``source_component``, ``source_stream`` and ``source_task``.
 
-    Tuples are created by the engine; user code never builds them. The anchoring data
-    that XOR acking needs travels in private slots and is not part of the API.
+    Tuples are created by the engine; user code never builds them.
+
+    The engine-facing part (read and written by the engines' collectors, ackers and
+    exchanges; not for components, whose acking goes through their collector):
+
+    Attributes:
+        stream_info: what every tuple of its (component, stream) shares (names, field
+            positions).
+        tree_ids: ``(root id, edge id, root id, edge id, ...)``: the tuple trees this
+            copy belongs to and its edge id in each; None when the tuple is not
+            tracked. An emit anchored to this tuple adds a new edge to each of its trees.
+        ack_val: the XOR of the edge ids of the tuples emitted anchored to this one; an
+            ack sends ``edge id ^ ack_val`` for each of its trees.
     """
 
-    __slots__ = ("_ack_val", "_info", "_roots", "source_task", "values")
+    __slots__ = ("ack_val", "source_task", "stream_info", "tree_ids", "values")
 
     def __init__(
         self,
@@ -53,38 +64,35 @@ class Tuple:
         roots: tuple[int, ...] | None = None,
     ) -> None:
         self.values = values
-        self._info = info
+        self.stream_info = info
         self.source_task = source_task
-        #: ``(root id, edge id, root id, edge id, ...)``: the trees this copy belongs to
-        #: and its edge id in each (None when the tuple is not tracked).
-        self._roots = roots
-        #: XOR of the edge ids of the tuples emitted anchored to this one.
-        self._ack_val = 0
+        self.tree_ids = roots
+        self.ack_val = 0
 
     @property
     def fields(self) -> Fields:
         """The field names of the stream this tuple was emitted on."""
-        return self._info.fields
+        return self.stream_info.fields
 
     @property
     def source_component(self) -> str:
         """Id of the component that emitted this tuple."""
-        return self._info.component_id
+        return self.stream_info.component_id
 
     @property
     def source_stream(self) -> str:
         """Id of the stream this tuple was emitted on."""
-        return self._info.stream_id
+        return self.stream_info.stream_id
 
     @property
     def source_global_stream_id(self) -> tuple[str, str]:
         """``(source_component, source_stream)``."""
-        return (self._info.component_id, self._info.stream_id)
+        return (self.stream_info.component_id, self.stream_info.stream_id)
 
     def __getitem__(self, key: int | str) -> Any:
         if key.__class__ is str:
             try:
-                return self.values[self._info.index[key]]
+                return self.values[self.stream_info.index[key]]
             except KeyError:
                 raise self._unknown_field(key) from None
         return self.values[key]  # type: ignore[index]
@@ -100,24 +108,24 @@ class Tuple:
             KeyError: the stream has no such field (the message names the stream).
         """
         try:
-            return self.values[self._info.index[name]]
+            return self.values[self.stream_info.index[name]]
         except KeyError:
             raise self._unknown_field(name) from None
 
     def contains(self, name: str) -> bool:
         """Whether the stream declares field ``name``."""
-        return name in self._info.index
+        return name in self.stream_info.index
 
     def field_index(self, name: str) -> int:
         """Position of field ``name``."""
         try:
-            return self._info.index[name]
+            return self.stream_info.index[name]
         except KeyError:
             raise self._unknown_field(name) from None
 
     def select(self, fields: Fields | Sequence[str]) -> list[Any]:
         """The values of ``fields``, in that order."""
-        index = self._info.index
+        index = self.stream_info.index
         try:
             return [self.values[index[name]] for name in fields]
         except KeyError as missing:
@@ -141,22 +149,22 @@ class Tuple:
             return NotImplemented
         return (
             list(self.values) == list(other.values)
-            and self._info.component_id == other._info.component_id
-            and self._info.stream_id == other._info.stream_id
+            and self.stream_info.component_id == other.stream_info.component_id
+            and self.stream_info.stream_id == other.stream_info.stream_id
             and self.source_task == other.source_task
         )
 
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        info = self._info
+        info = self.stream_info
         return (
             f"Tuple(source={info.component_id}:{self.source_task}, "
             f"stream={info.stream_id!r}, values={list(self.values)!r})"
         )
 
     def _unknown_field(self, name: object) -> KeyError:
-        info = self._info
+        info = self.stream_info
         return KeyError(
             f"tuple from component {info.component_id!r} on stream {info.stream_id!r} "
             f"has no field {name!r}; its fields are {info.fields.to_list()}"
@@ -168,5 +176,5 @@ TICK_STREAM_INFO = StreamInfo(SYSTEM_COMPONENT, TICK_STREAM, Fields("rate_secs")
 
 def is_tick_tuple(tup: Tuple) -> bool:
     """True for the system tick tuples sent at ``TOPOLOGY_TICK_TUPLE_FREQ_SECS``."""
-    info = tup._info
+    info = tup.stream_info
     return info.component_id == SYSTEM_COMPONENT and info.stream_id == TICK_STREAM

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.model.collectors import OutputCollector
 from squall.model.components import Bolt
+from squall.model.context import TopologyContext
 from squall.model.tuple import Tuple, is_tick_tuple
 
 ACKER_COMPONENT = "__acker"
@@ -56,7 +58,9 @@ class AckerBolt(Bolt):
         ACK_RESET_TIMEOUT_STREAM: ["id"],
     }
 
-    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+    def prepare(
+        self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
+    ) -> None:
         self.collector = collector
         #: root id -> (ack value, spout task or None, generation, failed). Tuples, which
         #: the garbage collector stops tracking: a topology may have hundreds of
@@ -66,7 +70,7 @@ class AckerBolt(Bolt):
         self.generation = 0
 
     def execute(self, tup: Tuple) -> None:
-        stream = tup._info.stream_id
+        stream = tup.stream_info.stream_id
         values = tup.values
         pending = self.pending
         root = values[0]

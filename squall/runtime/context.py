@@ -1,22 +1,26 @@
-"""``TopologyContext``: what a task knows about its place in the running topology."""
+"""``TaskContext``: the engines' :class:`~squall.model.context.TopologyContext`.
+
+``TopologyContext`` (the interface components receive) is re-exported here.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from squall.model.clock import SYSTEM_CLOCK, Clock
+from squall.model.context import TopologyContext
+from squall.model.coordination import CoordinationStore
 from squall.model.fields import Fields
 from squall.model.grouping import GlobalStreamId, Grouping
 from squall.model.topology import StormTopology
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
-from squall.runtime.coordination import CoordinationStore
-from squall.runtime.hooks import CarriesCoordinationStore
 from squall.runtime.plan import TaskPlan
 
 
-class TopologyContext(CarriesCoordinationStore):
-    """Given to ``open``/``prepare``: the task's identity and the topology's structure.
+class TaskContext(TopologyContext):
+    """The context of one task, built by the engine from the topology and its task plan.
 
-    Read-only; valid for the life of the task.
+    Read-only; valid for the life of the task. Built where the task runs (a worker
+    thread's process, a Spark executor).
     """
 
     def __init__(
@@ -43,26 +47,9 @@ class TopologyContext(CarriesCoordinationStore):
         self.coordination_store = coordination_store
 
     @property
-    def storm_id(self) -> str:
-        """The topology's name (Storm's topology id)."""
-        return self.topology_name
-
-    @property
     def worker(self) -> int:
         """Index of the worker hosting this task."""
         return self._plan.task_worker[self.task_id]
-
-    def get_this_task_id(self) -> int:
-        """This task's id."""
-        return self.task_id
-
-    def get_this_component_id(self) -> str:
-        """This task's component id."""
-        return self.component_id
-
-    def get_this_task_index(self) -> int:
-        """This task's position among its component's tasks (0-based)."""
-        return self.task_index
 
     def get_component_id(self, task_id: int) -> str:
         """The component that task ``task_id`` belongs to."""
@@ -91,10 +78,6 @@ class TopologyContext(CarriesCoordinationStore):
                 f"(streams: {sorted(spec.streams)})"
             ) from None
 
-    def get_this_output_fields(self, stream: str = "default") -> Fields:
-        """The fields this component declares for ``stream``."""
-        return self.get_component_output_fields(self.component_id, stream)
-
     def get_this_streams(self) -> list[str]:
         """Streams this component declares."""
         return list(self._topology.get_component(self.component_id).streams)
@@ -119,3 +102,6 @@ class TopologyContext(CarriesCoordinationStore):
 
     def __repr__(self) -> str:
         return f"TopologyContext({self.component_id!r}, task={self.task_id})"
+
+
+__all__ = ["TaskContext", "TopologyContext"]

@@ -18,13 +18,13 @@ import pickle
 import sqlite3
 import threading
 import time
-from abc import ABC, abstractmethod
 from typing import Any
 
 import cloudpickle
 
 from squall.model.config import Config
-from squall.runtime.hooks import CarriesCoordinationStore
+from squall.model.coordination import CoordinationStore
+from squall.model.hooks import CarriesCoordinationStore
 
 STORE_FILE = "coordination.sqlite"
 
@@ -68,29 +68,6 @@ def connect_sqlite(path: str, timeout: float, synchronous: str = "NORMAL") -> sq
             time.sleep(0.01)
     connection.execute(f"PRAGMA synchronous={synchronous}")
     return connection
-
-
-class CoordinationStore(ABC):
-    """Key-value store of pickled values, keys grouped by namespace. Thread-safe."""
-
-    @abstractmethod
-    def get(self, namespace: str, key: str, default: Any = None) -> Any:
-        """The value at ``key``, or ``default``."""
-
-    @abstractmethod
-    def put(self, namespace: str, key: str, value: Any) -> None:
-        """Store ``value`` at ``key`` (durably, for a durable store)."""
-
-    @abstractmethod
-    def delete(self, namespace: str, key: str) -> None:
-        """Remove ``key`` (no error if absent)."""
-
-    @abstractmethod
-    def keys(self, namespace: str) -> list[str]:
-        """Every key of ``namespace``, sorted."""
-
-    def close(self) -> None:
-        """Release resources (nothing to release by default)."""
 
 
 class MemoryCoordinationStore(CoordinationStore):

@@ -201,7 +201,7 @@ class HistoryKeeper:
         windows: Iterable[int] = WINDOWS,
     ) -> None:
         self._names = names
-        self._info = info
+        self.stream_info = info
         self.windows = sorted(windows)
         self.interval = self.windows[0] / BUCKETS
         self._histories: dict[str, MetricsHistory] = {}
@@ -245,7 +245,7 @@ class HistoryKeeper:
                 histories = dict(self._histories)
             for name, history in histories.items():
                 try:
-                    info = self._info(name)
+                    info = self.stream_info(name)
                 except Exception:  # ended meanwhile; forgotten at the next round
                     continue
                 history.record(time.monotonic(), info)

@@ -20,6 +20,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from squall.model.components import BasicBolt, Spout
+from squall.model.context import TopologyContext
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import Tuple
 from squall.runtime.acker import (
@@ -33,8 +34,7 @@ from squall.runtime.checkpointing import (
     BoltCheckpointing,
     SpoutCheckpointing,
 )
-from squall.runtime.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
-from squall.runtime.context import TopologyContext
+from squall.runtime.collectors import BasicBoltCollector, BoltCollector, SpoutCollector
 from squall.runtime.metrics import TaskStats
 
 
@@ -115,13 +115,13 @@ class BoltRunner(TaskRunner):
         component: Any,
         context: TopologyContext,
         conf: dict[str, Any],
-        collector: OutputCollector,
+        collector: BoltCollector,
         inbox: deque[Tuple],
     ) -> None:
         super().__init__(component, context, conf, collector.stats, inbox)
         self.collector = collector
         self.basic = isinstance(component, BasicBolt)
-        self.basic_collector = BasicOutputCollector(collector)
+        self.basic_collector = BasicBoltCollector(collector)
         #: The component, when it takes part in checkpoints around a basic bolt: the
         #: runner executes that basic bolt itself (its fast path) and hands the
         #: component checkpoint tuples and what it holds back.
@@ -210,7 +210,7 @@ class BoltRunner(TaskRunner):
         self,
         count: int,
         popleft: Callable[[], Tuple],
-        collector: OutputCollector,
+        collector: BoltCollector,
         meter: TransferMeter | None,
         stop_at: int,
     ) -> int:
@@ -228,7 +228,9 @@ class BoltRunner(TaskRunner):
                 ran = index
                 break
             tup = popleft()
-            if hook is not None and (hook.holding or tup._info.stream_id == CHECKPOINT_STREAM):
+            if hook is not None and (
+                hook.holding or tup.stream_info.stream_id == CHECKPOINT_STREAM
+            ):
                 hook.take(tup)
                 not_acked_here += 1
                 continue
@@ -241,12 +243,12 @@ class BoltRunner(TaskRunner):
                     hook.failed(tup)
                 not_acked_here += 1
                 continue
-            # Ack inline (the same XOR as OutputCollector.ack): the hottest loop of the engine.
-            roots = tup._roots
+            # Ack inline (the same XOR as BoltCollector.ack): the hottest loop of the engine.
+            roots = tup.tree_ids
             if roots:
                 if len(roots) == 2:
                     root = roots[0]
-                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup._ack_val
+                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup.ack_val
                 else:
                     collector.ack(tup)
                     acked_by_collector += 1
@@ -271,7 +273,7 @@ class SpoutRunner(TaskRunner):
         component: Spout,
         context: TopologyContext,
         conf: dict[str, Any],
-        collector: SpoutOutputCollector,
+        collector: SpoutCollector,
         inbox: deque[Tuple],
         max_pending: int | None,
         timeout_ms: float | None,
@@ -394,7 +396,7 @@ class SpoutRunner(TaskRunner):
         while inbox:
             tup = inbox.popleft()
             handled += 1
-            stream = tup._info.stream_id
+            stream = tup.stream_info.stream_id
             if stream == CHECKPOINT_STREAM:
                 if self.checkpointing is not None:
                     self.checkpointing.on_checkpoint(tup)

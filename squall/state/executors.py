@@ -26,12 +26,13 @@ from contextlib import ExitStack
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from squall.model.collectors import Anchors, OutputCollector
 from squall.model.components import BasicBolt, Bolt
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.collectors import BasicOutputCollector, OutputCollector
+from squall.runtime.collectors import BasicBoltCollector, BoltCollector, engine_collector
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import SettlesBeforeCheckpoint, implements
 from squall.state.alignment import BarrierAlignment
@@ -58,18 +59,30 @@ def state_namespace(component_id: str, task_index: int) -> str:
     return f"{component_id}-{task_index}"
 
 
-class TrackingCollector:
+class TrackingCollector(OutputCollector):
     """What the wrapped bolt's code gets as its collector: the task's collector, with
-    acks and fails seen by the wrapper first."""
+    acks and fails seen by the wrapper first. Used on the task's thread.
 
-    def __init__(self, out: OutputCollector, wrapper: CheckpointedBolt) -> None:
+    Args:
+        out: the task's collector.
+        wrapper: the bolt wrapper that sees the fails.
+        ack: what the bolt's ``ack`` calls (the wrapper's, a closure for a stateful
+            bolt: the hottest call of its task).
+    """
+
+    __slots__ = ("_ack", "_out", "_wrapper")
+
+    def __init__(
+        self, out: BoltCollector, wrapper: CheckpointedBolt, ack: Callable[[Tuple], None]
+    ) -> None:
         self._out = out
         self._wrapper = wrapper
+        self._ack = ack
 
     def emit(
         self,
         values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
+        anchors: Anchors = None,
         stream: str = DEFAULT_STREAM,
     ) -> list[int]:
         """As :meth:`OutputCollector.emit`."""
@@ -79,7 +92,7 @@ class TrackingCollector:
         self,
         task_id: int,
         values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
+        anchors: Anchors = None,
         stream: str = DEFAULT_STREAM,
     ) -> None:
         """As :meth:`OutputCollector.emit_direct`."""
@@ -87,15 +100,20 @@ class TrackingCollector:
 
     def ack(self, tup: Tuple) -> None:
         """Acknowledge ``tup`` (held back until commit by a stateful bolt)."""
-        self._wrapper.acked(tup)
+        self._ack(tup)
 
     def fail(self, tup: Tuple) -> None:
         """Fail ``tup`` now."""
         self._wrapper.failed(tup)
         self._out.fail(tup)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._out, name)
+    def reset_timeout(self, tup: Tuple) -> None:
+        """As :meth:`OutputCollector.reset_timeout`."""
+        self._out.reset_timeout(tup)
+
+    def report_error(self, error: BaseException | str) -> None:
+        """As :meth:`OutputCollector.report_error`."""
+        self._out.report_error(error)
 
 
 class CheckpointedBolt(WrappedBolt):
@@ -130,8 +148,8 @@ class CheckpointedBolt(WrappedBolt):
         """Prepare the bolt, with a collector whose acks and fails the wrapper sees."""
         from squall.state.providers import provider_for
 
-        self._out = collector
-        self._stats = collector.stats
+        self._out = engine_collector(collector, f"bolt {context.component_id!r}")
+        self._stats = self._out.stats
         self._context = context
         senders = frozenset(
             task
@@ -157,12 +175,11 @@ class CheckpointedBolt(WrappedBolt):
         self._failed_roots: list[int] = []
         self._basic = isinstance(self.bolt, BasicBolt)
         if self._basic:
-            self._basic_collector = BasicOutputCollector(collector)
+            self._basic_collector = BasicBoltCollector(self._out)
             self.bolt.prepare(conf, context)  # type: ignore[call-arg]
         else:
-            tracking = TrackingCollector(collector, self)
-            tracking.ack = self._ack_function()  # type: ignore[method-assign, assignment]
-            self.bolt.prepare(conf, context, tracking)  # type: ignore[arg-type, call-arg]
+            tracking = TrackingCollector(self._out, self, self._ack_function())
+            self.bolt.prepare(conf, context, tracking)  # type: ignore[call-arg]
 
     def cleanup(self) -> None:
         """Clean the bolt up, then close the stores ``prepare`` opened (the records',
@@ -178,7 +195,7 @@ class CheckpointedBolt(WrappedBolt):
     def execute(self, tup: Tuple) -> None:
         """A checkpoint tuple is aligned and acted on; a data tuple is executed, or held
         back while the task is not ready for it."""
-        if tup._info.stream_id == CHECKPOINT_STREAM:
+        if tup.stream_info.stream_id == CHECKPOINT_STREAM:
             self._checkpoint(tup)
             return
         alignment = self._alignment
@@ -209,7 +226,7 @@ class CheckpointedBolt(WrappedBolt):
             if meter is not None and meter.transferred >= stop_at:
                 return index
             tup = popleft()
-            if not flowing or tup._info.stream_id == checkpoints:
+            if not flowing or tup.stream_info.stream_id == checkpoints:
                 try:
                     self.execute(tup)
                 except Exception as error:
@@ -221,14 +238,14 @@ class CheckpointedBolt(WrappedBolt):
             try:
                 execute(tup)  # type: ignore[call-arg]
             except Exception as error:
-                roots = tup._roots
+                roots = tup.tree_ids
                 if not self._settled and roots:  # failed now
                     self._failed_roots.extend(roots[::2])
                 self._current = None
                 on_error(tup, error)
                 continue
             self._current = None
-            if not self._settled and tup._roots:  # held by the bolt for later
+            if not self._settled and tup.tree_ids:  # held by the bolt for later
                 unacked[id(tup)] = tup
         return count
 
@@ -244,7 +261,7 @@ class CheckpointedBolt(WrappedBolt):
     def take(self, tup: Tuple) -> None:
         """A tuple the engine's runner hands over (a checkpoint tuple, or any while
         :attr:`holding`): as ``execute``, failures handled as the engine does."""
-        if tup._info.stream_id == CHECKPOINT_STREAM:
+        if tup.stream_info.stream_id == CHECKPOINT_STREAM:
             self._checkpoint(tup)
         else:
             self._run_released(tup)
@@ -258,7 +275,7 @@ class CheckpointedBolt(WrappedBolt):
             try:
                 self.bolt.execute(tup, basic)  # type: ignore[call-arg]
             except Exception:
-                roots = tup._roots
+                roots = tup.tree_ids
                 if roots:
                     self._failed_roots.extend(roots[::2])
                 raise
@@ -271,13 +288,13 @@ class CheckpointedBolt(WrappedBolt):
         try:
             self.bolt.execute(tup)  # type: ignore[call-arg]
         except Exception:
-            roots = tup._roots
+            roots = tup.tree_ids
             if not self._settled and roots:  # the engine fails it now
                 self._failed_roots.extend(roots[::2])
             raise
         finally:
             self._current = None
-        if not self._settled and tup._roots:  # held by the bolt for later
+        if not self._settled and tup.tree_ids:  # held by the bolt for later
             self._unacked[id(tup)] = tup
 
     def _run_released(self, tup: Tuple) -> None:
@@ -312,7 +329,7 @@ class CheckpointedBolt(WrappedBolt):
             self._settled = True
         elif self._unacked:
             self._unacked.pop(id(tup), None)
-        roots = tup._roots
+        roots = tup.tree_ids
         if roots:
             self._failed_roots.extend(roots[::2])
 
@@ -371,7 +388,7 @@ class CheckpointedBolt(WrappedBolt):
                 bolt.settle_before_checkpoint()
             excluded = list(self._failed_roots)
             for held in self._unacked.values():
-                excluded.extend(held._roots[::2])  # type: ignore[index]
+                excluded.extend(held.tree_ids[::2])  # type: ignore[index]
             records.put(EXCLUDED_KEY, [txid, excluded])
             records.prepare_commit(txid)
             self._failed_roots = []
@@ -439,9 +456,9 @@ class StatefulBoltExecutor(CheckpointedBolt):
                 stats.process_secs += perf_counter() - out.sample_start
                 stats.process_count += 1
                 out.sample_tuple = None
-            roots = tup._roots
+            roots = tup.tree_ids
             if roots:
-                value = tup._ack_val
+                value = tup.ack_val
                 if len(roots) == 2:
                     root = roots[0]
                     acked[root] = acked.get(root, 0) ^ roots[1] ^ value

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall.model.tuple import Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector
+from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import CommitsAcks, implements
 from squall.state.base import BufferedKeyValueState
@@ -64,8 +64,8 @@ class SpoutCheckpointer:
     def __init__(
         self,
         spout: Any,
-        collector: SpoutOutputCollector,
-        out: OutputCollector,
+        collector: SpoutCollector,
+        out: BoltCollector,
         provider: StateProvider,
         context: TopologyContext,
         bolt_tasks: list[tuple[str, int]],
@@ -92,7 +92,7 @@ class SpoutCheckpointer:
         return self._initialized
 
     @property
-    def output_collector(self) -> OutputCollector:
+    def output_collector(self) -> BoltCollector:
         """The collector that passes checkpoint tuples on and acks or fails them."""
         return self._out
 

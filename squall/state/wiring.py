@@ -24,7 +24,7 @@ from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription, is_control_stream
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector, TaskWiring
+from squall.runtime.collectors import BoltCollector, SpoutCollector, TaskWiring
 from squall.runtime.context import TopologyContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.system import acker_count
@@ -166,7 +166,7 @@ def spout_checkpointing(
     topology: StormTopology,
     spec: ComponentSpec,
     spout: Any,
-    collector: SpoutOutputCollector,
+    collector: SpoutCollector,
     wiring: TaskWiring,
     context: TopologyContext,
     conf: dict[str, Any],
@@ -190,7 +190,7 @@ def spout_checkpointing(
     return SpoutCheckpointer(
         spout,
         collector,
-        OutputCollector(dataclasses.replace(wiring, stats=own_stats)),
+        BoltCollector(dataclasses.replace(wiring, stats=own_stats)),
         provider_for(conf, str(conf.get(Config.TOPOLOGY_NAME, ""))),
         context,
         bolt_tasks,

@@ -9,10 +9,13 @@ stored metadata, an opaque one re-emits from the latest earlier transaction's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.runtime.coordination import CoordinationStore, txid_key
 from squall.transactional.attempt import TransactionAttempt
+
+if TYPE_CHECKING:
+    from squall.transactional.batch import BatchOutputCollector
 
 
 class PartitionCountCoordinator:
@@ -53,7 +56,7 @@ class PartitionEmitter:
         self._task_count = task_count
         self._partitions = 0
 
-    def wrap(self, collector: Any, attempt: TransactionAttempt) -> Any:
+    def wrap(self, collector: BatchOutputCollector, attempt: TransactionAttempt) -> Any:
         """The collector passed to the user's emitter."""
         return collector
 
@@ -88,7 +91,9 @@ class TransactionalPartitionEmitter(PartitionEmitter):
     ``emit_partition_batch_new(attempt, collector, partition, last_meta) -> meta`` the
     first time, ``emit_partition_batch(attempt, collector, partition, meta)`` after."""
 
-    def emit_batch(self, attempt: TransactionAttempt, metadata: Any, collector: Any) -> None:
+    def emit_batch(
+        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
+    ) -> None:
         txid = attempt.transaction_id
         out = self.wrap(collector, attempt)
         for partition in self._mine(int(metadata)):
@@ -107,7 +112,9 @@ class OpaquePartitionEmitter(PartitionEmitter):
     (``emit_partition_batch(attempt, collector, partition, last_meta) -> meta``); the
     result replaces what the transaction had, so a replay may differ."""
 
-    def emit_batch(self, attempt: TransactionAttempt, metadata: Any, collector: Any) -> None:
+    def emit_batch(
+        self, attempt: TransactionAttempt, metadata: Any, collector: BatchOutputCollector
+    ) -> None:
         txid = attempt.transaction_id
         out = self.wrap(collector, attempt)
         for partition in self._mine(int(metadata)):

@@ -19,6 +19,7 @@ from squall.transactional.partitions import (
 )
 
 if TYPE_CHECKING:
+    from squall.model.context import TopologyContext
     from squall.transactional.batch import BatchOutputCollector
 
 
@@ -57,11 +58,11 @@ class TransactionalSpout(Component, ABC):
     and declare the emitted fields (the first one holds the ``TransactionAttempt``)."""
 
     @abstractmethod
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Coordinator:
         """The coordinator, created once in the coordinator task."""
 
     @abstractmethod
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Emitter:
         """An emitter, created once in each emitter task."""
 
 
@@ -111,11 +112,13 @@ class PartitionedTransactionalSpout(Component, ABC):
     in the coordination store so replays are identical."""
 
     @abstractmethod
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> PartitionedCoordinator:
+    def get_coordinator(
+        self, conf: dict[str, Any], context: TopologyContext
+    ) -> PartitionedCoordinator:
         """The coordinator, created once in the coordinator task."""
 
     @abstractmethod
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> PartitionedEmitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> PartitionedEmitter:
         """An emitter, created once in each emitter task."""
 
 
@@ -133,10 +136,10 @@ class PartitionedSpoutAdapter(TransactionalSpout):
     def get_component_configuration(self) -> dict[str, Any] | None:
         return self.spout.get_component_configuration()
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Coordinator:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Coordinator:
         return PartitionCountCoordinator(self.spout.get_coordinator(conf, context))
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> Emitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Emitter:
         tasks = context.get_component_tasks(context.component_id)
         return TransactionalPartitionEmitter(
             self.spout.get_emitter(conf, context),

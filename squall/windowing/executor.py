@@ -17,7 +17,7 @@ from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.clock import SYSTEM_CLOCK, Clock
-from squall.runtime.collectors import OutputCollector
+from squall.runtime.collectors import OutputCollector, engine_collector
 from squall.runtime.context import TopologyContext
 from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.windowing.bolt import WindowedBolt
@@ -27,8 +27,9 @@ from squall.windowing.watermarks import WatermarkTracker
 from squall.windowing.window import TupleWindow
 
 
-class WindowedOutputCollector:
-    """The collector a windowed bolt emits through.
+class WindowedOutputCollector(OutputCollector):
+    """The collector a windowed bolt emits through (on the task's thread): the task's
+    collector, with window anchoring.
 
     ``emit`` anchors to every tuple of the window being executed unless ``anchors`` is
     given. Window tuples are acked by the engine when they expire, so ``ack`` does
@@ -252,7 +253,7 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         acked now (their trees complete with the batch), not when they expire. Tuples
         failed in the batch stay failed."""
         failed = self.failed
-        settle = self.collector.settle
+        settle = engine_collector(self.collector, f"windowed bolt {self.component_id!r}").settle
         for tup in self.manager.held():
             if not (failed and failed.get(id(tup)) is tup):
                 settle(tup)

@@ -18,7 +18,7 @@ from typing import Any
 from squall.model.config import Config, component_config
 from squall.runtime import codepickle
 from squall.runtime.collectors import AckBuffer, TaskWiring
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute, build_routes
 from squall.spark.control import storage
@@ -81,7 +81,7 @@ class TaskParts:
     """What the engine-neutral collectors and runners of one task are wired to."""
 
     conf: dict[str, Any]
-    context: TopologyContext
+    context: TaskContext
     routes: dict[str, StreamRoute]
     stats: TaskStats
     outboxes: Outboxes
@@ -95,7 +95,7 @@ def wire_task(setup: CoreSetup, component_id: str, task_id: int) -> TaskParts:
     core = setup.core
     spec = core.topology.get_component(component_id)
     conf = component_config(core.conf, spec.conf)
-    context = TopologyContext(core.topology, core.plan, task_id, core.name, conf)
+    context = TaskContext(core.topology, core.plan, task_id, core.name, conf)
     routes = build_routes(core.topology, core.plan, context)
     stats = TaskStats(
         component_id,

@@ -5,11 +5,10 @@ On Spark every tuple a core task emits leaves its process in a packet (see
 :class:`WireBox`: the tuples' values in a list and, while every tuple there belongs to
 one tree (a root and an edge id: the usual case when acking), their ids in an array of
 64-bit integers, so a packet is pickled from them without a ``Tuple`` object per tuple.
-The engine-neutral collectors append ``Tuple`` objects (``outboxes[t].append(tup)``);
-:class:`WireOutputCollector` and :class:`WireSpoutOutputCollector` write a bolt's and a
-spout's usual emits straight into the boxes, and every other emit (direct,
-multi-anchored, observed) reaches the same boxes through ``append``, so the emit order
-per stream and target is kept.
+The engine-neutral collectors deliver every emit to their task's sink
+(``squall.runtime.sinks``): :class:`WireSink` writes them straight into the boxes, in
+emit order per stream and target. Acker messages appended to ``outboxes[t]`` reach the
+same boxes (or the ledger's list).
 
 Runs in the process of the task (a bolt task on an executor, a spout task in its
 source's driver-side process), on the task's thread.
@@ -19,13 +18,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from dataclasses import replace
 from random import getrandbits
 from typing import Any
 
-from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
+from squall.model.tuple import StreamInfo, Tuple
 from squall.runtime.clock import Clock
-from squall.runtime.collectors import OutputCollector, SpoutOutputCollector, TaskWiring
-from squall.runtime.routing import StreamRoute
+from squall.runtime.collectors import BoltCollector, SpoutCollector, TaskWiring
+from squall.runtime.sinks import EmitSink
 from squall.spark.execute.packets import (
     PACKET_TUPLES,
     Packet,
@@ -57,7 +57,7 @@ class WireBox:
         self.roots: list[Roots] = []
 
     def add(self, values: Sequence[Any], roots: Roots) -> None:
-        """Add a tuple with its ids (``Tuple._roots``)."""
+        """Add a tuple with its ids (``Tuple.tree_ids``)."""
         mode = self.mode
         if roots is None:
             if mode in (EMPTY, UNTRACKED):
@@ -167,59 +167,51 @@ class _TargetOutbox:
         self.task_id = task_id
 
     def append(self, tup: Tuple) -> None:
-        self.outboxes.row(tup._info)[self.task_id].add(tup.values, tup._roots)
+        self.outboxes.row(tup.stream_info)[self.task_id].add(tup.values, tup.tree_ids)
 
 
-class WireOutputCollector(OutputCollector):
-    """A bolt task's collector on Spark: the engine-neutral one, with its usual emits
-    (on a declared non-direct stream, anchored to one tuple of one tree, or untracked)
-    written straight into the task's :class:`WireBox` es. Acking, counters and checks
-    are those of :class:`~squall.runtime.collectors.OutputCollector`."""
+class WireSink(EmitSink):
+    """A task's emits written straight into its :class:`WireBox` es: the values, and
+    the ids of each tuple's trees, without a ``Tuple`` per tuple.
 
-    def __init__(self, wiring: TaskWiring, outboxes: Outboxes) -> None:
-        super().__init__(wiring)
-        self._wire = outboxes
-        self._rows: dict[str, list[WireBox]] = {}
+    Args:
+        outboxes: the task's outboxes.
+    """
 
-    def emit(
+    __slots__ = ("_outboxes", "_rows")
+
+    def __init__(self, outboxes: Outboxes) -> None:
+        self._outboxes = outboxes
+        self._rows = outboxes.rows
+
+    def send(
+        self, info: StreamInfo, source: int, targets: list[int], values: Sequence[Any]
+    ) -> None:
+        """See :meth:`EmitSink.send`."""
+        row = self._rows.get(info) or self._outboxes.row(info)
+        for target in targets:
+            box = row[target]
+            if box.mode <= UNTRACKED:
+                box.mode = UNTRACKED
+                box.values.append(values)
+            else:
+                box.add(values, None)
+
+    def send_tree(
         self,
+        info: StreamInfo,
+        source: int,
+        targets: list[int],
         values: Sequence[Any],
-        anchors: Tuple | Sequence[Tuple] | None = None,
-        stream: str = DEFAULT_STREAM,
-    ) -> list[int]:
-        """Emit ``values`` on ``stream``, anchored to ``anchors`` (see
-        :meth:`OutputCollector.emit`)."""
-        route = self._routes.get(stream)
-        if route is None or route.direct or len(values) != route.width or self._observer:
-            return super().emit(values, anchors, stream)
-        root = -1  # untracked
-        if self._tracking and anchors is not None:
-            if not isinstance(anchors, Tuple):
-                return super().emit(values, anchors, stream)
-            anchor = anchors
-            anchor_roots = anchor._roots
-            if not anchor_roots or len(anchor_roots) != 2:
-                return super().emit(values, anchors, stream)
-            root = anchor_roots[0]
-        rows = self._rows.get(stream)
-        if rows is None:
-            rows = self._rows[stream] = self._wire.row(route.info)
-        targets = route.choose(self._task_id, values)
-        route.emitted += 1
-        route.transferred += len(targets)
-        if root < 0:
-            for target in targets:
-                box = rows[target]
-                if box.mode <= UNTRACKED:
-                    box.mode = UNTRACKED
-                    box.values.append(values)
-                else:
-                    box.add(values, None)
-            return targets
+        root: int,
+    ) -> int:
+        """See :meth:`EmitSink.send_tree`."""
+        row = self._rows.get(info) or self._outboxes.row(info)
+        ack_val = 0
         for target in targets:
             edge = getrandbits(64)
-            anchor._ack_val ^= edge
-            box = rows[target]
+            ack_val ^= edge
+            box = row[target]
             if box.mode == TREES or box.mode == EMPTY:
                 box.mode = TREES
                 box.values.append(values)
@@ -228,34 +220,31 @@ class WireOutputCollector(OutputCollector):
                 ids.append(edge)
             else:
                 box.add(values, (root, edge))
-        return targets
+        return ack_val
+
+    def send_to(
+        self,
+        info: StreamInfo,
+        source: int,
+        target: int,
+        values: Sequence[Any],
+        tree_ids: tuple[int, ...] | None,
+    ) -> None:
+        """See :meth:`EmitSink.send_to`."""
+        self._outboxes.row(info)[target].add(values, tree_ids)
 
 
-class WireSpoutOutputCollector(SpoutOutputCollector):
-    """A spout task's collector on Spark: the engine-neutral one, with its tracked emits
-    (a message id, acking on) written straight into the task's :class:`WireBox` es."""
+class WireOutputCollector(BoltCollector):
+    """A bolt task's collector on Spark: the engine-neutral one, delivering into the
+    task's :class:`WireBox` es through a :class:`WireSink`."""
+
+    def __init__(self, wiring: TaskWiring, outboxes: Outboxes) -> None:
+        super().__init__(replace(wiring, sink=WireSink(outboxes)))
+
+
+class WireSpoutOutputCollector(SpoutCollector):
+    """A spout task's collector on Spark: the engine-neutral one, delivering into the
+    task's :class:`WireBox` es through a :class:`WireSink`."""
 
     def __init__(self, wiring: TaskWiring, clock: Clock, outboxes: Outboxes) -> None:
-        super().__init__(wiring, clock)
-        self._wire = outboxes
-
-    def _send(
-        self, route: StreamRoute, targets: list[int], values: Sequence[Any], msg_id: Any
-    ) -> None:
-        if msg_id is None or not self._tracking or not targets or self._observer is not None:
-            super()._send(route, targets, values, msg_id)
-            return
-        self.emit_count += 1
-        route.emitted += 1
-        route.transferred += len(targets)
-        row = self._wire.row(route.info)
-        root = getrandbits(64)
-        ack_val = 0
-        for target in targets:
-            edge = getrandbits(64)
-            ack_val ^= edge
-            row[target].add(values, (root, edge))
-        self.pending[root] = (msg_id, self._clock.now_ms())
-        buffer = self._ack_buffer
-        buffer.inits[root] = self._task_id
-        buffer.acks[root] = buffer.acks.get(root, 0) ^ ack_val
+        super().__init__(replace(wiring, sink=WireSink(outboxes)), clock)

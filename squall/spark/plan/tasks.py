@@ -15,7 +15,7 @@ from typing import Any
 
 from squall.model.config import Config, component_config, effective_config
 from squall.model.topology import StormTopology
-from squall.runtime.context import TopologyContext
+from squall.runtime.context import TaskContext
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.system import system_topology
 
@@ -57,12 +57,12 @@ class TaskLayout:
         task_index: int,
         conf: dict[str, Any],
         coordination_store: Any = None,
-    ) -> TopologyContext:
+    ) -> TaskContext:
         """The context of task ``task_index`` of ``component_id``, as the local engine
         makes it (its configuration: ``conf`` with the component's own keys)."""
         task_id = self.plan.component_tasks[component_id][task_index]
         own = self.topology.get_component(component_id).conf
-        return TopologyContext(
+        return TaskContext(
             self.topology,
             self.plan,
             task_id,

@@ -1,0 +1,110 @@
+"""``TopologyContext``: the interface of what a task knows about its place in the
+running topology.
+
+Given to ``open``/``prepare`` (and to a custom grouping's ``prepare``); every engine
+passes in its own implementation (``squall.runtime.context.TaskContext`` on both engines
+today). Read-only; valid for the life of the task.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+from squall.model.hooks import CarriesCoordinationStore
+
+if TYPE_CHECKING:
+    from squall.model.clock import Clock
+    from squall.model.coordination import CoordinationStore
+    from squall.model.fields import Fields
+    from squall.model.grouping import GlobalStreamId, Grouping
+
+
+class TopologyContext(CarriesCoordinationStore, ABC):
+    """The task's identity and the topology's structure, as a task sees them.
+
+    Attributes:
+        task_id: this task's id.
+        component_id: this task's component.
+        task_index: this task's position among its component's tasks (0-based).
+        topology_name: the topology's name.
+        conf: the configuration the task runs with (the topology's, overridden by the
+            component's).
+        clock: the engine's time source (milliseconds): use it instead of reading the
+            time.
+        coordination_store: the engine's store for transactional coordination (txids,
+            spout metadata) when no ``topology.transactional.state.dir`` is configured.
+    """
+
+    task_id: int
+    component_id: str
+    task_index: int
+    topology_name: str
+    conf: dict[str, Any]
+    clock: Clock
+    coordination_store: CoordinationStore | None
+
+    @property
+    def storm_id(self) -> str:
+        """The topology's name (Storm's topology id)."""
+        return self.topology_name
+
+    @property
+    @abstractmethod
+    def worker(self) -> int:
+        """Index of the worker hosting this task."""
+
+    def get_this_task_id(self) -> int:
+        """This task's id."""
+        return self.task_id
+
+    def get_this_component_id(self) -> str:
+        """This task's component id."""
+        return self.component_id
+
+    def get_this_task_index(self) -> int:
+        """This task's position among its component's tasks (0-based)."""
+        return self.task_index
+
+    @abstractmethod
+    def get_component_id(self, task_id: int) -> str:
+        """The component that task ``task_id`` belongs to."""
+
+    @abstractmethod
+    def get_component_tasks(self, component_id: str) -> list[int]:
+        """Task ids of ``component_id``, ascending (empty for an unknown component)."""
+
+    @abstractmethod
+    def get_component_ids(self) -> list[str]:
+        """Every component id, system components included."""
+
+    @abstractmethod
+    def get_component_output_fields(self, component_id: str, stream: str = "default") -> Fields:
+        """The fields ``component_id`` declares for ``stream``.
+
+        Raises:
+            KeyError: the component or stream does not exist.
+        """
+
+    def get_this_output_fields(self, stream: str = "default") -> Fields:
+        """The fields this component declares for ``stream``."""
+        return self.get_component_output_fields(self.component_id, stream)
+
+    @abstractmethod
+    def get_this_streams(self) -> list[str]:
+        """Streams this component declares."""
+
+    @abstractmethod
+    def get_this_sources(self) -> dict[GlobalStreamId, Grouping]:
+        """The streams this component subscribes to, with their groupings."""
+
+    @abstractmethod
+    def get_this_targets(self) -> dict[str, dict[str, Grouping]]:
+        """For each stream this component declares: subscriber component id -> grouping."""
+
+    @abstractmethod
+    def get_this_worker_tasks(self) -> list[int]:
+        """Every task id hosted by this task's worker."""
+
+
+__all__ = ["TopologyContext"]
