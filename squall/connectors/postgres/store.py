@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -42,8 +42,24 @@ from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
 
-if TYPE_CHECKING:
-    from squall.connectors.postgres.provider import PostgresStateProvider
+
+class PostgresStoreSettings(Protocol):
+    """What a store reads of its provider (a :class:`PostgresStateProvider` of
+    :mod:`squall.connectors.postgres.provider`): the provider module
+    imports this one, never the other way."""
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def dsn(self) -> str: ...
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def connect_timeout(self) -> int | None: ...
+
 
 _Result = TypeVar("_Result")
 
@@ -80,7 +96,7 @@ class PostgresStore(StateStore):
     unpickled store connects again.
     """
 
-    def __init__(self, provider: PostgresStateProvider, namespace: str) -> None:
+    def __init__(self, provider: PostgresStoreSettings, namespace: str) -> None:
         self.provider = provider
         #: The store's namespace, as the provider was asked for it.
         self.namespace = namespace

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -40,8 +40,24 @@ from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import qualified_namespace
 
-if TYPE_CHECKING:
-    from squall.connectors.redis.provider import RedisStateProvider
+
+class RedisStoreSettings(Protocol):
+    """What a store reads of its provider (a :class:`RedisStateProvider` of
+    :mod:`squall.connectors.redis.provider`): the provider module
+    imports this one, never the other way."""
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def connect_timeout(self) -> float: ...
+
+    @property
+    def socket_timeout(self) -> float: ...
+
 
 #: The field of the prepared hash holding the prepared txid.
 TXID_FIELD = b""
@@ -87,7 +103,7 @@ class RedisStore(StateStore):
     store connects again.
     """
 
-    def __init__(self, provider: RedisStateProvider, namespace: str) -> None:
+    def __init__(self, provider: RedisStoreSettings, namespace: str) -> None:
         self.provider = provider
         #: The store's namespace, as the provider was asked for it.
         self.namespace = namespace

@@ -29,15 +29,25 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from squall.runtime.coordination import close_process_connections, connect_sqlite
 from squall.runtime.state_errors import StateError
 from squall.state.base import StateStore
 from squall.state.providers.provider import file_name_stem, qualified_namespace
 
-if TYPE_CHECKING:
-    from squall.connectors.sqlite.provider import SqliteStateProvider
+
+class SqliteStoreSettings(Protocol):
+    """What a store reads of its provider (a :class:`SqliteStateProvider` of
+    :mod:`squall.connectors.sqlite.provider`): the provider module
+    imports this one, never the other way."""
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def directory(self) -> str: ...
+
 
 #: Seconds a write waits for another writer of the file.
 BUSY_TIMEOUT = 30.0
@@ -68,7 +78,7 @@ class SqliteStore(StateStore):
     unpickled store opens the same file again.
     """
 
-    def __init__(self, provider: SqliteStateProvider, namespace: str) -> None:
+    def __init__(self, provider: SqliteStoreSettings, namespace: str) -> None:
         self.provider = provider
         #: The store's namespace, as the provider was asked for it.
         self.namespace = namespace
