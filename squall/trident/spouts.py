@@ -137,7 +137,8 @@ class PartitionedTridentSpout(_PartitionedSpout):
 
     The emitter has ``emit_partition_batch_new(attempt, collector, partition,
     last_meta) -> meta``, ``emit_partition_batch(attempt, collector, partition, meta)``
-    (an identical replay) and ``close()``.
+    (an identical replay) and ``close()``; ``collector`` is a
+    :class:`~squall.trident.collector.Collector`.
     """
 
 
@@ -146,7 +147,8 @@ class OpaquePartitionedTridentSpout(_PartitionedSpout):
 
     The emitter has ``emit_partition_batch(attempt, collector, partition, last_meta)
     -> meta`` (``last_meta``: the metadata of the latest earlier transaction, None at
-    first) and ``close()``.
+    first) and ``close()``; ``collector`` is a
+    :class:`~squall.trident.collector.Collector`.
     """
 
 
