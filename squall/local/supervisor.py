@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from squall.drpc.local import LocalDRPC, bridged_local_drpc
 from squall.local import workerprocess
@@ -58,6 +58,9 @@ from squall.runtime.engine_figures import LocalFigures, WorkerProcess
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.shipping import check_picklable, pickle_by_value
 
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkServerContext
+
 logger = logging.getLogger("squall")
 
 #: Where errors say components are sent.
@@ -69,7 +72,7 @@ RESTART_BACKOFF_MAX_SECS = 10.0
 METRICS_POLL_SECS = 1.0
 
 _context_lock = threading.Lock()
-_context: Any = None
+_context: ForkServerContext | None = None
 _starting = threading.local()
 _preparation_data = spawn.get_preparation_data
 
@@ -86,7 +89,7 @@ def _without_main(name: str) -> dict[str, Any]:
     return data
 
 
-def process_context() -> Any:
+def process_context() -> ForkServerContext:
     """The ``multiprocessing`` context worker processes start from: a fork server that
     has imported the worker's code."""
     global _context

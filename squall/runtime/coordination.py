@@ -155,13 +155,20 @@ class SqliteCoordinationStore(CoordinationStore):
             self._local.connection = None
 
 
-def open_store(conf: dict[str, Any], context: Any) -> CoordinationStore:
+def open_store(conf: dict[str, Any], context: CarriesCoordinationStore) -> CoordinationStore:
     """The store a task should use: SQLite under ``topology.transactional.state.dir``
-    when set, else the engine's in-memory store (``context.coordination_store``)."""
+    when set, else the engine's store (``context.coordination_store``: every
+    ``TopologyContext`` carries one, ``None`` where the engine has none).
+
+    Runs in the task opening the store (``open``/``prepare``).
+
+    Raises:
+        RuntimeError: no directory is configured and the context carries no store.
+    """
     directory = conf.get(Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR)
     if directory:
         return SqliteCoordinationStore(str(directory))
-    store = context.coordination_store if isinstance(context, CarriesCoordinationStore) else None
+    store = context.coordination_store
     if store is None:
         raise RuntimeError(
             "no coordination store: set topology.transactional.state.dir, or run on an "

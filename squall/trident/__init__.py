@@ -5,6 +5,7 @@ aggregations, joins and state operations; compiled onto spouts and bolts by
 ``TridentTopology.build()``.
 """
 
+from squall.trident.collector import Collector
 from squall.trident.operations import (
     Aggregator,
     CombinerAggregator,
@@ -33,6 +34,7 @@ from squall.trident.tuple import TridentTuple
 __all__ = [
     "Aggregator",
     "BatchSpout",
+    "Collector",
     "CombinerAggregator",
     "Count",
     "Debug",

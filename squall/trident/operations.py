@@ -11,11 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from squall.model.context import TopologyContext
+from squall.trident.collector import Collector
 from squall.trident.tuple import TridentTuple
 
 
-class TridentCollector:
-    """Where an operation emits: each ``emit(values)`` becomes one output tuple."""
+class TridentCollector(Collector):
+    """Where an operation emits: each ``emit(values)`` becomes one output tuple,
+    appended to the list given (Trident reads it after the call)."""
 
     __slots__ = ("_out",)
 
@@ -34,8 +37,9 @@ class TridentCollector:
 class Operation:
     """Lifecycle shared by every Trident operation."""
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
-        """Called once per task, before any batch."""
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        """Called once per task, before any batch, in the task that runs the operation
+        (``context`` is that task's)."""
 
     def cleanup(self) -> None:
         """Called once per task when the topology is killed."""

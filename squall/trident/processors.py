@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
+from squall.model.context import TopologyContext
 from squall.model.fields import Fields
 from squall.runtime.hooks import CachesState
+from squall.transactional.attempt import TransactionAttempt
 from squall.trident.graph import Node
 from squall.trident.operations import (
     Aggregator,
@@ -51,13 +53,27 @@ def key_getter(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
 _MISSING = object()
 
 
+class SegmentOutput(Protocol):
+    """Where a segment's processors emit on its output streams: the batch bolt's
+    ``BatchOutputCollector`` on the local engine, the stage's outputs on Spark. Each
+    ``values`` starts with the batch's attempt."""
+
+    def emit(self, values: Sequence[Any], stream: str = ...) -> object:
+        """Emit ``values`` on ``stream``."""
+        ...
+
+
 class BatchRun:
     """One batch at one task: its attempt, collector and per-processor states."""
 
     __slots__ = ("attempt", "collector", "states", "task_index")
 
     def __init__(
-        self, attempt: Any, collector: Any, processors: list[Processor], task_index: int
+        self,
+        attempt: TransactionAttempt,
+        collector: SegmentOutput,
+        processors: list[Processor],
+        task_index: int,
     ) -> None:
         self.attempt = attempt
         self.collector = collector
@@ -75,7 +91,7 @@ class Processor:
         self.children: list[tuple[Processor, int]] = []
         self.output_streams: list[str] = []
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Once per task, before any batch."""
 
     def cleanup(self) -> None:
@@ -129,7 +145,7 @@ class EachProcessor(Processor):
         self._out: list[list[Any]] = []
         self._collector = TridentCollector(self._out)
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.function.prepare(conf, context)
 
     def cleanup(self) -> None:
@@ -165,7 +181,7 @@ class FilterProcessor(Processor):
         self.positions = self._projector(self.inputs)
         self.filter = node.params["filter"]
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.filter.prepare(conf, context)
 
     def cleanup(self) -> None:
@@ -238,7 +254,7 @@ class _Grouped(Processor):
         self.whole_batch = bool(node.params.get("whole_batch"))
         self.width = len(node.output_fields) - len(self.group)
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         if self.aggregator is not None:
             self.aggregator.prepare(conf, context)
 
@@ -349,10 +365,10 @@ class StateProcessor(Processor):
         self.factory = factory
         self.state: Any = None
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.open_state(conf, context)
 
-    def open_state(self, conf: dict[str, Any], context: Any) -> None:
+    def open_state(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Make the task's state with the factory (in ``prepare``; an engine may close
         it and make it again between batches)."""
         tasks = context.get_component_tasks(context.component_id)
@@ -383,7 +399,7 @@ class PersistProcessor(StateProcessor):
         self.inputs: Fields = inputs if inputs is not None else Fields([])
         self.input_positions = self._projector(self.inputs) if self.mode != "combiner" else []
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         super().prepare(conf, context)
         self.aggregator.prepare(conf, context)
 
@@ -474,7 +490,7 @@ class StateQueryProcessor(StateProcessor):
         self.positions = self._projector(self.inputs)
         self.width = len(node.params["outputs"])
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         super().prepare(conf, context)
         self.query.prepare(conf, context)
 
@@ -543,7 +559,7 @@ class DRPCReturnProcessor(Processor):
         super().__init__(node, input_fields)
         self.resolver = node.params["resolver"]
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.resolver.prepare(conf, context)
 
     def start(self) -> list[list[Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.model.context import TopologyContext
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
 from squall.model.tuple import Tuple
@@ -46,7 +47,7 @@ class TridentSegment(BatchBolt, PreparesTask, MakesBatchInstances, CleansUpTask)
         for stream, fields in self.output_streams.items():
             declarer.declare_stream(stream, [ATTEMPT_FIELD, *fields])
 
-    def prepare_task(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare_task(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Prepare every processor once for this task."""
         self.task_index = context.task_index
         for processor in self.processors:
@@ -72,7 +73,7 @@ class SegmentBatch(BatchBolt):
     def prepare(
         self,
         conf: dict[str, Any],
-        context: Any,
+        context: TopologyContext,
         collector: BatchOutputCollector,
         id: Any,
     ) -> None:

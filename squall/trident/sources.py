@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.model.context import TopologyContext
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
 from squall.runtime.coordination import open_store, txid_key
@@ -49,7 +50,7 @@ class SpoutGroupSource:
     def __init__(self, spouts: dict[str, Any]) -> None:
         self.spouts = spouts
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> MultiCoordinator:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> MultiCoordinator:
         return MultiCoordinator(
             {s: make_coordinator(sp, conf, context) for s, sp in self.spouts.items()}
         )
@@ -75,7 +76,7 @@ class TridentSpoutAdapter:
         if implements(self.spout, ValidatesSubmission):
             self.spout.validate_submission(component_id, conf)
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> _StreamEmitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> _StreamEmitter:
         return _StreamEmitter(
             make_emitter(self.spout, self.stream_id, conf, context), self.stream_id
         )
@@ -120,7 +121,7 @@ class DRPCSource:
         self.function = function
         self.drpc = drpc
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> DRPCCoordinator:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> DRPCCoordinator:
         return DRPCCoordinator(self.function, resolve_drpc(self.drpc, conf))
 
 
@@ -170,7 +171,7 @@ class DRPCSpoutAdapter:
     def get_component_configuration(self) -> dict[str, Any] | None:
         return None
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> _DRPCEmitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> _DRPCEmitter:
         return _DRPCEmitter()
 
 
@@ -197,7 +198,7 @@ class DRPCResultReturner:
         self.function = function
         self.drpc = drpc
 
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self.store = open_store(conf, context)
         self.client = resolve_drpc(self.drpc, conf)
 

@@ -11,8 +11,8 @@ Three kinds, with Storm's contracts:
   different tuples, but every tuple succeeds in exactly one batch; each emit continues
   from the metadata of the latest earlier transaction.
 
-Emitters emit through a :class:`~squall.trident.operations.TridentCollector`-like
-collector without the batch id: the adapters prepend the transaction attempt.
+Emitters emit through a :class:`~squall.trident.collector.Collector` without the batch
+id: the adapters prepend the transaction attempt.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from squall.model.context import TopologyContext
 from squall.model.fields import Fields, as_fields
 from squall.runtime.coordination import open_store
 from squall.transactional.attempt import TransactionAttempt
@@ -30,10 +31,12 @@ from squall.transactional.partitions import (
     PartitionCountCoordinator,
     TransactionalPartitionEmitter,
 )
+from squall.trident.collector import Collector
 
 
-class SpoutCollector:
-    """What a Trident spout's emitter emits through: ``emit(values)``."""
+class SpoutCollector(Collector):
+    """What a Trident spout's emitter emits through: ``emit(values)`` adds one tuple to
+    the batch of the attempt given."""
 
     __slots__ = ("_attempt", "_out")
 
@@ -57,8 +60,8 @@ class BatchSpout(ABC):
     def get_output_fields(self) -> Fields:
         """The fields of the emitted tuples."""
 
-    def open(self, conf: dict[str, Any], context: Any) -> None:
-        """Called once in the emitting task."""
+    def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        """Called once in the emitting task (``context`` is that task's)."""
 
     @abstractmethod
     def emit_batch(self, batch_id: int, collector: SpoutCollector) -> None:
@@ -91,7 +94,7 @@ class FixedBatchSpout(BatchSpout):
     def get_output_fields(self) -> Fields:
         return self.fields
 
-    def open(self, conf: dict[str, Any], context: Any) -> None:
+    def open(self, conf: dict[str, Any], context: TopologyContext) -> None:
         self._index = 0
         self._batches: dict[int, list[list[Any]]] = {}
 
@@ -120,12 +123,12 @@ class _PartitionedSpout(ABC):
         """The fields of the emitted tuples."""
 
     @abstractmethod
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> Any:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
         """The partition coordinator (one, in the coordinator task): an object with
         ``number_of_partitions()``, ``is_ready()`` and ``close()``."""
 
     @abstractmethod
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
         """An emitter, in each emitter task (see the subclass for its methods)."""
 
 
@@ -134,7 +137,8 @@ class PartitionedTridentSpout(_PartitionedSpout):
 
     The emitter has ``emit_partition_batch_new(attempt, collector, partition,
     last_meta) -> meta``, ``emit_partition_batch(attempt, collector, partition, meta)``
-    (an identical replay) and ``close()``.
+    (an identical replay) and ``close()``; ``collector`` is a
+    :class:`~squall.trident.collector.Collector`.
     """
 
 
@@ -143,7 +147,8 @@ class OpaquePartitionedTridentSpout(_PartitionedSpout):
 
     The emitter has ``emit_partition_batch(attempt, collector, partition, last_meta)
     -> meta`` (``last_meta``: the metadata of the latest earlier transaction, None at
-    first) and ``close()``.
+    first) and ``close()``; ``collector`` is a
+    :class:`~squall.trident.collector.Collector`.
     """
 
 
@@ -166,7 +171,7 @@ class BatchSpoutCoordinator:
         """Nothing to release."""
 
 
-def make_coordinator(spout: AnyTridentSpout, conf: dict[str, Any], context: Any) -> Any:
+def make_coordinator(spout: AnyTridentSpout, conf: dict[str, Any], context: TopologyContext) -> Any:
     """The transactional-layer coordinator for a Trident spout."""
     if isinstance(spout, BatchSpout):
         return BatchSpoutCoordinator()
@@ -179,7 +184,7 @@ def make_coordinator(spout: AnyTridentSpout, conf: dict[str, Any], context: Any)
 class BatchSpoutEmitter:
     """Runs a :class:`BatchSpout`; acks committed batches to it."""
 
-    def __init__(self, spout: BatchSpout, conf: dict[str, Any], context: Any) -> None:
+    def __init__(self, spout: BatchSpout, conf: dict[str, Any], context: TopologyContext) -> None:
         self._spout = spout
         spout.open(conf, context)
         self._emitted: set[int] = set()
@@ -203,18 +208,20 @@ class BatchSpoutEmitter:
 class TransactionalPartitionSpoutEmitter(TransactionalPartitionEmitter):
     """A transactional partitioned Trident spout's emitter (emits without the attempt)."""
 
-    def wrap(self, collector: Any, attempt: TransactionAttempt) -> SpoutCollector:
+    def wrap(self, collector: BatchOutputCollector, attempt: TransactionAttempt) -> SpoutCollector:
         return SpoutCollector(collector, attempt)
 
 
 class OpaquePartitionSpoutEmitter(OpaquePartitionEmitter):
     """An opaque partitioned Trident spout's emitter (emits without the attempt)."""
 
-    def wrap(self, collector: Any, attempt: TransactionAttempt) -> SpoutCollector:
+    def wrap(self, collector: BatchOutputCollector, attempt: TransactionAttempt) -> SpoutCollector:
         return SpoutCollector(collector, attempt)
 
 
-def make_emitter(spout: AnyTridentSpout, stream_id: str, conf: dict[str, Any], context: Any) -> Any:
+def make_emitter(
+    spout: AnyTridentSpout, stream_id: str, conf: dict[str, Any], context: TopologyContext
+) -> Any:
     """The transactional-layer emitter for a Trident spout."""
     if isinstance(spout, BatchSpout):
         return BatchSpoutEmitter(spout, conf, context)

@@ -19,8 +19,10 @@ from squall.connectors.files.listing import list_files
 from squall.connectors.files.progress import PROGRESS_DIRECTORY, fsync_directory, write_atomically
 from squall.connectors.files.records import RecordOptions
 from squall.connectors.options import OptionChecker
+from squall.model.context import TopologyContext
 from squall.model.fields import Fields
 from squall.runtime.hooks import ValidatesSubmission
+from squall.trident.collector import Collector
 from squall.trident.spouts import PartitionedTridentSpout
 
 
@@ -133,7 +135,7 @@ class FilePartitionEmitter:
         self._empty = [None] * width
 
     def emit_partition_batch_new(
-        self, attempt: Any, collector: Any, partition: int, last_meta: dict[str, Any] | None
+        self, attempt: Any, collector: Collector, partition: int, last_meta: dict[str, Any] | None
     ) -> dict[str, Any]:
         """Emit the lines after ``last_meta``; return this batch's metadata.
 
@@ -182,7 +184,7 @@ class FilePartitionEmitter:
         return meta
 
     def emit_partition_batch(
-        self, attempt: Any, collector: Any, partition: int, meta: dict[str, Any]
+        self, attempt: Any, collector: Collector, partition: int, meta: dict[str, Any]
     ) -> None:
         """Emit again exactly the lines of ``meta``.
 
@@ -221,7 +223,7 @@ class FilePartitionEmitter:
             self._parsers[name] = parser
         return parser
 
-    def _emit(self, collector: Any, name: str, lines: list[Line]) -> None:
+    def _emit(self, collector: Collector, name: str, lines: list[Line]) -> None:
         if not lines:
             return
         parser = self._parser(name, lines[0].number)
@@ -342,11 +344,13 @@ class FileTridentSpout(RecordOptions, PartitionedTridentSpout, ValidatesSubmissi
         checker.positive_int("batch_lines", self.batch_lines)
         checker.positive_number("scan_ms", self.scan_ms)
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> FilePartitionCoordinator:
+    def get_coordinator(
+        self, conf: dict[str, Any], context: TopologyContext
+    ) -> FilePartitionCoordinator:
         """The coordinator (one, in the coordinator's task or process)."""
         return FilePartitionCoordinator(self)
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> FilePartitionEmitter:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> FilePartitionEmitter:
         """An emitter, in each emitter task (Spark: each executor partition)."""
         return FilePartitionEmitter(self)
 

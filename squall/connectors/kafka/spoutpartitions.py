@@ -28,6 +28,7 @@ from squall.connectors.kafka.offsets import PartitionOffsets
 from squall.connectors.kafka.positions import END, start_of
 from squall.connectors.kafka.retry import RetrySchedule
 from squall.connectors.outage import Outage
+from squall.model.collectors import SpoutOutputCollector
 
 Tp = tuple[str, int]
 MsgId = tuple[str, int, int]
@@ -42,7 +43,7 @@ class SpoutPartitions:
     bootstrap_servers: str
     first_poll_offset: str
     partition_refresh_ms: int
-    collector: Any
+    collector: SpoutOutputCollector
     _label: str
     _topology: str
     _task_index: int

@@ -48,6 +48,7 @@ from squall.connectors.kafka.producing import (
     wait_for_reports,
 )
 from squall.connectors.options import OptionChecker
+from squall.model.context import TopologyContext
 from squall.model.errors import InvalidTopologyError
 from squall.trident.operations import StateUpdater, TridentCollector
 from squall.trident.state.base import State, StateFactory
@@ -89,10 +90,14 @@ class KafkaStateFactory(StateFactory):
         )
 
     def make_state(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> KafkaState:
         """The state of one partition. Runs in the task that owns it."""
-        component = getattr(context, "component_id", None)
+        component = None if context is None else context.component_id
         label = "KafkaState" if component is None else f"KafkaState {component!r}"
         return KafkaState(self, label)
 

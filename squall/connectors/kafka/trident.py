@@ -91,8 +91,10 @@ from squall.connectors.kafka.records import (
     Translator,
 )
 from squall.connectors.options import OptionChecker
+from squall.model.context import TopologyContext
 from squall.model.fields import Fields
 from squall.runtime.hooks import ValidatesSubmission
+from squall.trident.collector import Collector
 from squall.trident.spouts import OpaquePartitionedTridentSpout, PartitionedTridentSpout
 
 logger = logging.getLogger("squall")
@@ -349,11 +351,13 @@ class KafkaTridentSpout(ValidatesSubmission):
         """The tuple's fields."""
         return Fields(list(self.fields))
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> KafkaPartitionCoordinator:
+    def get_coordinator(
+        self, conf: dict[str, Any], context: TopologyContext
+    ) -> KafkaPartitionCoordinator:
         """The coordinator (in the coordinator task): counts the partitions."""
-        return KafkaPartitionCoordinator(self, getattr(context, "component_id", "coordinator"))
+        return KafkaPartitionCoordinator(self, context.component_id)
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> KafkaRangeReader:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> KafkaRangeReader:
         """The emitter of a task: an :class:`OpaqueOffsetEmitter` for an opaque spout,
         else a :class:`TransactionalOffsetEmitter`. Runs in the emitter task."""
         if self.opaque:
@@ -365,9 +369,9 @@ class KafkaRangeReader:
     """Reads offset ranges of the spout's partitions and emits their records; the base
     of the emitters. Runs in an emitter task; makes its consumer at its first batch."""
 
-    def __init__(self, spout: KafkaTridentSpout, context: Any) -> None:
+    def __init__(self, spout: KafkaTridentSpout, context: TopologyContext) -> None:
         self.spout = spout
-        self.component = str(getattr(context, "component_id", "?"))
+        self.component = context.component_id
         self.label = f"{type(spout).__name__} {self.component!r}"
         self.reader = RecordReader(
             spout.fields, spout.key_format, spout.value_format, spout.translator
@@ -516,7 +520,7 @@ class KafkaRangeReader:
 
     # --- emitting ----------------------------------------------------------------------
 
-    def emit(self, collector: Any, records: list[Any]) -> None:
+    def emit(self, collector: Collector, records: list[Any]) -> None:
         """Emit the records' tuples; set malformed ones aside (see the module docstring)."""
         read = self.reader.read
         for message in records:
@@ -533,7 +537,7 @@ class KafkaRangeReader:
             if row is not None:
                 collector.emit(row[1])
 
-    def _set_aside(self, collector: Any, message: Any, error: MalformedRecordError) -> None:
+    def _set_aside(self, collector: Collector, message: Any, error: MalformedRecordError) -> None:
         text = (
             f"{self.label}: record {message.topic()}/{message.partition()} offset "
             f"{message.offset()} left out: {error}"
@@ -557,7 +561,7 @@ class TransactionalOffsetEmitter(KafkaRangeReader):
     recorded; a replay reads its recorded range again."""
 
     def emit_partition_batch_new(
-        self, attempt: Any, collector: Any, partition: int, last_meta: OffsetRange | None
+        self, attempt: Any, collector: Collector, partition: int, last_meta: OffsetRange | None
     ) -> OffsetRange:
         """Emit the partition's next records; return their range."""
         meta = self.read_after(partition, last_meta)
@@ -565,7 +569,7 @@ class TransactionalOffsetEmitter(KafkaRangeReader):
         return meta
 
     def emit_partition_batch(
-        self, attempt: Any, collector: Any, partition: int, meta: OffsetRange
+        self, attempt: Any, collector: Collector, partition: int, meta: OffsetRange
     ) -> None:
         """Emit the records of ``meta``'s range again."""
         self.emit(collector, self.read_range(partition, meta))
@@ -575,7 +579,7 @@ class OpaqueOffsetEmitter(KafkaRangeReader):
     """An opaque emitter: every attempt reads on after the latest earlier range."""
 
     def emit_partition_batch(
-        self, attempt: Any, collector: Any, partition: int, last_meta: OffsetRange | None
+        self, attempt: Any, collector: Collector, partition: int, last_meta: OffsetRange | None
     ) -> OffsetRange:
         """Emit the partition's next records after ``last_meta``; return their range."""
         meta = self.read_after(partition, last_meta)

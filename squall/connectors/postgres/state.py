@@ -49,6 +49,7 @@ from squall.connectors.postgres.connection import (
     timeout_problem,
 )
 from squall.connectors.postgres.layout import LAYOUTS, layout_of_columns
+from squall.model.context import TopologyContext
 from squall.runtime.state_errors import StateConnectionError, StateError
 from squall.trident.state.base import BackingMap, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
@@ -61,10 +62,12 @@ _READY: set[tuple[str, str, StateType]] = set()
 _READY_LOCK = threading.Lock()
 
 
-def state_label(table: str, context: Any, partition_index: int, num_partitions: int) -> str:
+def state_label(
+    table: str, context: TopologyContext | None, partition_index: int, num_partitions: int
+) -> str:
     """How errors name a state: its table and, in a task, the component and partition
     holding it."""
-    component = getattr(context, "component_id", None)
+    component = None if context is None else context.component_id
     if component is None:
         return f"table {table!r}"
     return (
@@ -331,7 +334,11 @@ class PostgresMapStateFactory(MapStateFactory):
         )
 
     def make_backing_map(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> PostgresMapState:
         """The partition's backing map (not connected yet). Runs in the task's process;
         errors name the task's component and partition (``context``, if given)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from squall.connectors.redaction import redact_url
+from squall.model.context import TopologyContext
 from squall.runtime.state_errors import StateConnectionError
 from squall.trident.state.base import BackingMap, StateType, as_keys, current_value
 from squall.trident.state.factory import MapStateFactory, check_cache_size, check_state_type
@@ -107,10 +108,12 @@ def _check_retries(retries: Any) -> int:
     return retries
 
 
-def state_label(key_prefix: str, context: Any, partition_index: int, num_partitions: int) -> str:
+def state_label(
+    key_prefix: str, context: TopologyContext | None, partition_index: int, num_partitions: int
+) -> str:
     """How errors name a state: its key prefix and, in a task, the component and
     partition holding it."""
-    component = getattr(context, "component_id", None)
+    component = None if context is None else context.component_id
     if component is None:
         return f"key prefix {key_prefix!r}"
     return (
@@ -368,7 +371,11 @@ class RedisMapStateFactory(MapStateFactory):
         )
 
     def make_backing_map(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> RedisMapState:
         """Connect to the server. Runs in the task's process; errors name the task's
         component and partition (``context``, if given) and the key prefix.

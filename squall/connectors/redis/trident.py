@@ -71,8 +71,10 @@ from squall.connectors.redis.client import (
     redact_url,
 )
 from squall.connectors.redis.entries import DATA_FIELDS, EntryReader, MalformedEntryError
+from squall.model.context import TopologyContext
 from squall.model.fields import Fields
 from squall.runtime.hooks import ValidatesSubmission
+from squall.trident.collector import Collector
 from squall.trident.spouts import OpaquePartitionedTridentSpout, PartitionedTridentSpout
 
 if TYPE_CHECKING:
@@ -212,11 +214,11 @@ class RedisStreamTridentSpout(ValidatesSubmission):
         """The tuple's fields."""
         return Fields(list(self.fields))
 
-    def get_coordinator(self, conf: dict[str, Any], context: Any) -> _Partitions:
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> _Partitions:
         """One partition per stream."""
         return _Partitions(len(self.streams))
 
-    def get_emitter(self, conf: dict[str, Any], context: Any) -> StreamRangeReader:
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> StreamRangeReader:
         """The emitter of a task: an :class:`OpaqueRangeEmitter` for an opaque spout,
         else a :class:`TransactionalRangeEmitter`. Runs in the emitter task."""
         if self.opaque:
@@ -228,9 +230,9 @@ class StreamRangeReader:
     """Reads id ranges of the spout's streams and emits their entries; the base of the
     emitters. Runs in an emitter task; connects at its first batch."""
 
-    def __init__(self, spout: RedisStreamTridentSpout, context: Any) -> None:
+    def __init__(self, spout: RedisStreamTridentSpout, context: TopologyContext) -> None:
         self.spout = spout
-        self.component = getattr(context, "component_id", "?")
+        self.component = context.component_id
         self.label = f"{type(spout).__name__} {self.component!r}"
         self.reader = EntryReader(spout.fields, spout.decode)
         #: The entries the last :meth:`read_after` read.
@@ -306,7 +308,7 @@ class StreamRangeReader:
         return entries
 
     def emit(
-        self, collector: Any, partition: int, entries: list[tuple[str, dict[str, str]]]
+        self, collector: Collector, partition: int, entries: list[tuple[str, dict[str, str]]]
     ) -> None:
         """Emit the entries; set malformed ones aside (see the module docstring)."""
         values = self.reader.values
@@ -323,7 +325,7 @@ class StreamRangeReader:
 
     def _set_aside(
         self,
-        collector: Any,
+        collector: Collector,
         partition: int,
         malformed: list[tuple[str, dict[str, str], MalformedEntryError]],
     ) -> None:
@@ -357,7 +359,7 @@ class TransactionalRangeEmitter(StreamRangeReader):
     recorded; a replay reads its recorded range again."""
 
     def emit_partition_batch_new(
-        self, attempt: Any, collector: Any, partition: int, last_meta: IdRange | None
+        self, attempt: Any, collector: Collector, partition: int, last_meta: IdRange | None
     ) -> IdRange:
         """Emit the partition's next entries; return their range."""
         meta = self.read_after(partition, last_meta)
@@ -365,7 +367,7 @@ class TransactionalRangeEmitter(StreamRangeReader):
         return meta
 
     def emit_partition_batch(
-        self, attempt: Any, collector: Any, partition: int, meta: IdRange
+        self, attempt: Any, collector: Collector, partition: int, meta: IdRange
     ) -> None:
         """Emit the entries of ``meta``'s range again."""
         self.emit(collector, partition, self.read_range(partition, meta))
@@ -375,7 +377,7 @@ class OpaqueRangeEmitter(StreamRangeReader):
     """An opaque emitter: every attempt reads on after the latest earlier range."""
 
     def emit_partition_batch(
-        self, attempt: Any, collector: Any, partition: int, last_meta: IdRange | None
+        self, attempt: Any, collector: Collector, partition: int, last_meta: IdRange | None
     ) -> IdRange:
         """Emit the partition's next entries after ``last_meta``; return their range."""
         meta = self.read_after(partition, last_meta)

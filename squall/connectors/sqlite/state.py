@@ -17,6 +17,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from squall.model.context import TopologyContext
 from squall.runtime.coordination import close_process_connections, connect_sqlite
 from squall.runtime.state_errors import StateError
 from squall.trident.state.base import BackingMap, StateLocality, StateType, as_keys, current_value
@@ -257,7 +258,11 @@ class SqliteMapStateFactory(MapStateFactory):
         object.__setattr__(self, "synchronous", _check_synchronous(self.synchronous))
 
     def make_backing_map(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> SqliteMapState:
         """Open the file and table (created if needed). Runs in the task's process.
 

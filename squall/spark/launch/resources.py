@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 #: Seconds a description is reused before Spark is asked again.
 REFRESH_SECS = 1.0
@@ -20,7 +23,7 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def describe(spark_context: Any) -> str:
+def describe(spark_context: SparkContext) -> str:
     """The resources of ``spark_context`` (a PySpark ``SparkContext``), asked of the JVM.
 
     Runs on the driver; a few Py4J calls. Cores are the executors' as Spark's status
@@ -28,6 +31,8 @@ def describe(spark_context: Any) -> str:
     where that store cannot be read.
     """
     master = spark_context.master
+    if master is None:
+        raise RuntimeError("the SparkContext has no master")
     context = spark_context._jsc.sc()
     try:
         listed = context.statusStore().executorList(True)
@@ -47,7 +52,7 @@ class Resources:
     """:func:`describe` of one session, asked again at most every ``REFRESH_SECS``
     (executors may come and go); ``""`` once the session cannot answer (stopped)."""
 
-    def __init__(self, spark_context: Any) -> None:
+    def __init__(self, spark_context: SparkContext) -> None:
         self._context = spark_context
         self._lock = threading.Lock()
         self._line = ""

@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
+from squall.model.context import TopologyContext
+
 # The state errors live in a module every layer of states can import (squall.state,
 # this package, the connectors' backends); they are re-exported here, where they were
 # first defined.
@@ -265,7 +267,7 @@ class StateFactory(ABC):
     def make_state(
         self,
         conf: dict[str, Any],
-        context: Any,
+        context: TopologyContext | None,
         partition_index: int,
         num_partitions: int,
     ) -> State:

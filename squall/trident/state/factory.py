@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from squall.model.context import TopologyContext
 from squall.runtime.hooks import CachesState
 from squall.trident.state.base import BackingMap, MapState, StateFactory, StateType
 from squall.trident.state.cache import CachedMap
@@ -41,14 +42,18 @@ class MapStateFactory(StateFactory, CachesState):
 
     @abstractmethod
     def make_backing_map(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> BackingMap:
         """Open the backend for one partition. Runs where :meth:`make_state` runs."""
 
     def make_state(
         self,
         conf: dict[str, Any],
-        context: Any,
+        context: TopologyContext | None,
         partition_index: int,
         num_partitions: int,
     ) -> MapState:

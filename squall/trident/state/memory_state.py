@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from squall.model.context import TopologyContext
 from squall.runtime.state_errors import ReadOnlyStateError, StateError
 from squall.trident.state.base import (
     BackingMap,
@@ -170,7 +171,11 @@ class MemoryMapStateFactory(MapStateFactory):
         check_cache_size(self.cache_size)
 
     def make_backing_map(
-        self, conf: dict[str, Any], context: Any, partition_index: int, num_partitions: int
+        self,
+        conf: dict[str, Any],
+        context: TopologyContext | None,
+        partition_index: int,
+        num_partitions: int,
     ) -> BackingMap:
         """The store of ``store_id`` in this process (every partition shares it)."""
         return MemoryMapState(self.store_id)
@@ -205,7 +210,7 @@ class StaticMapStateFactory(StateFactory):
     def make_state(
         self,
         conf: dict[str, Any],
-        context: Any,
+        context: TopologyContext | None,
         partition_index: int,
         num_partitions: int,
     ) -> MapState:
