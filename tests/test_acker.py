@@ -8,6 +8,7 @@ from operator import xor
 import pytest
 
 from squall import Bolt, Config, Spout, TopologyBuilder, Tuple
+from squall.model.clock import ManualClock
 from squall.model.fields import Fields
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, StreamInfo
 from squall.runtime.acker import (
@@ -20,7 +21,6 @@ from squall.runtime.acker import (
     ACKER_COMPONENT,
     AckerBolt,
 )
-from squall.runtime.clock import ManualClock
 from squall.runtime.collectors import AckBuffer, BoltCollector, SpoutCollector, TaskWiring
 from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from squall import Config, Fields, InvalidTopologyError, LocalCluster, ManualClock
+from squall.model.clock import Clock
 from squall.runtime.backoff import DEFAULT_INITIAL_MS, DEFAULT_MAX_MS, RetryBackoff
-from squall.runtime.clock import Clock
 from squall.spark.streaming.retries import BatchRetries
 from squall.trident import Count, FixedBatchSpout, TridentTopology
 from squall.trident.state import MemoryMapState

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, Tuple
+from squall.model.clock import ManualClock
 from squall.runtime.acker import ACK_INIT_STREAM, ACKER_COMPONENT
-from squall.runtime.clock import ManualClock
 from squall.runtime.collectors import (
     AckBuffer,
     BasicBoltCollector,

@@ -17,7 +17,7 @@ from squall.connectors.kafka import KafkaBolt, KafkaSpout
 from squall.connectors.postgres import PostgresInsertBolt, PostgresLookupBolt
 from squall.connectors.redis import RedisStreamBolt, RedisStreamSpout
 from squall.model.components import Bolt, Spout
-from squall.runtime.hooks import ReportsMetrics, implements
+from squall.model.hooks import ReportsMetrics, implements
 from squall.state import StatefulBolt, StatefulWindowedBolt
 from squall.state.checkpoint_spout import CheckpointSpout
 from squall.state.executors import CheckpointedBolt, StatefulBoltExecutor

@@ -22,7 +22,7 @@ import pytest
 from squall import BasicBolt, Bolt, Config, FailedException, InvalidTopologyError, TopologyBuilder
 from squall.connectors.files import PROGRESS_DIRECTORY, FileSpout, ProgressStore
 from squall.connectors.files.listing import owner
-from squall.runtime.clock import SYSTEM_CLOCK
+from squall.model.clock import SYSTEM_CLOCK
 from squall.testing import SharedRecord
 from tests.conftest import Engine, Run
 

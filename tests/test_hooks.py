@@ -1,4 +1,4 @@
-"""The declared hooks (``squall.runtime.hooks``): what counts as implementing one, the
+"""The declared hooks (``squall.model.hooks``): what counts as implementing one, the
 hooks squall's own components implement, and that an attribute which only shares a
 hook's name is not taken for the hook."""
 
@@ -10,9 +10,7 @@ import pytest
 
 from squall import LocalCluster, Spout, SquallError, TopologyBuilder, Tuple
 from squall.model.components import Bolt
-from squall.runtime.context import TopologyContext
-from squall.runtime.coordination import MemoryCoordinationStore, open_store
-from squall.runtime.hooks import (
+from squall.model.hooks import (
     AdaptsToBolt,
     CachesState,
     CarriesCoordinationStore,
@@ -27,6 +25,8 @@ from squall.runtime.hooks import (
     ValidatesSubmission,
     implements,
 )
+from squall.runtime.context import TopologyContext
+from squall.runtime.coordination import MemoryCoordinationStore, open_store
 from squall.runtime.system import validate_submission
 from squall.testing import FeederSpout, FixedTupleSpout, complete_topology
 from squall.transactional.batch import BatchBoltExecutor
@@ -105,11 +105,14 @@ def test_open_store_takes_the_store_a_context_carries() -> None:
     store = MemoryCoordinationStore()
 
     class Context:
-        coordination_store = store
+        coordination_store: MemoryCoordinationStore | None = store
+
+    class EngineWithout:
+        coordination_store: MemoryCoordinationStore | None = None
 
     assert open_store({}, Context()) is store
     with pytest.raises(RuntimeError, match="no coordination store"):
-        open_store({}, object())
+        open_store({}, EngineWithout())
 
 
 class Checked(Bolt):

@@ -12,7 +12,7 @@ import pytest
 
 import squall
 import squall.model
-import squall.runtime.hooks
+import squall.model.hooks
 from squall import (
     BasicBolt,
     BasicOutputCollector,
@@ -44,9 +44,9 @@ def test_the_public_names_are_the_model_interfaces_wherever_imported() -> None:
         assert getattr(runtime_collectors, name) is interface
     assert squall.TopologyContext is squall.model.TopologyContext
     assert runtime_context.TopologyContext is squall.model.TopologyContext
-    for name in squall.runtime.hooks.__all__:
-        assert getattr(squall.runtime.hooks, name) is getattr(model_hooks, name)
-    assert set(squall.runtime.hooks.__all__) == set(model_hooks.__all__)
+    for name in squall.model.hooks.__all__:
+        assert getattr(squall.model.hooks, name) is getattr(model_hooks, name)
+    assert set(squall.model.hooks.__all__) == set(model_hooks.__all__)
 
 
 def test_the_interfaces_cannot_be_instantiated_without_their_methods() -> None:

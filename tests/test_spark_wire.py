@@ -8,8 +8,8 @@ import tempfile
 from typing import Any
 
 from squall import Bolt, Config, Fields, Spout, TopologyBuilder, Tuple
+from squall.model.clock import ManualClock
 from squall.model.tuple import StreamInfo
-from squall.runtime.clock import ManualClock
 from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.spark.execute.packets import unpack
 from squall.spark.execute.taskstate import CoreSetup, wire_task

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from squall.connectors.errors import ConnectorError
 from squall.model.components import Bolt
 from squall.model.config import Config
+from squall.model.hooks import ReportsMetrics, SettlesBatch
 from squall.model.tuple import Tuple, is_tick_tuple
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector
@@ -133,7 +133,7 @@ class BatchingSink(Bolt, SettlesBatch, ReportsMetrics):
     def settle_before_checkpoint(self) -> None:
         """A checkpoint of a topology with stateful bolts: write the buffer, so its
         tuples are acked (or failed) before the checkpoint passes (see
-        :class:`~squall.runtime.hooks.SettlesBeforeCheckpoint`)."""
+        :class:`~squall.model.hooks.SettlesBeforeCheckpoint`)."""
         self.flush()
 
     def flush(self) -> None:

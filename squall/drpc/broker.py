@@ -19,7 +19,7 @@ from typing import Any
 
 from squall.drpc.errors import DRPCErrorReason, execution_error
 from squall.drpc.request import DRPCRequest
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.model.clock import SYSTEM_CLOCK, Clock
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any
 from squall.drpc.broker import DRPCBroker
 from squall.drpc.errors import DRPCError
 from squall.drpc.request import DRPCInvocations, DRPCRequest
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.model.clock import SYSTEM_CLOCK, Clock
 
 _registry: weakref.WeakValueDictionary[str, LocalDRPC] = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()

@@ -50,7 +50,7 @@ from squall.drpc.config import (
 from squall.drpc.errors import DRPCErrorReason
 from squall.drpc.handler import PortContext, Role, json_answer, serve_connection
 from squall.drpc.listener import BodyBudget, Listener
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
+from squall.model.clock import SYSTEM_CLOCK, Clock
 
 logger = logging.getLogger(__name__)
 

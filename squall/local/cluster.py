@@ -13,10 +13,10 @@ from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
 from squall.local.scratch import owned_directory
 from squall.local.supervisor import ProcessTopology
+from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import Config, warn_unknown_keys
 from squall.model.errors import InvalidTopologyError
 from squall.model.topology import StormTopology
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.coordination import MemoryCoordinationStore
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.registry import TopologyRegistry
@@ -51,7 +51,7 @@ class LocalCluster(TopologyRegistry[Running]):
 
     Args:
         clock: where time comes from (message timeouts, tick tuples); tests pass a
-            :class:`~squall.runtime.clock.ManualClock`.
+            :class:`~squall.model.clock.ManualClock`.
 
     Use it as a context manager, or call ``shutdown()``: both kill every topology.
     """

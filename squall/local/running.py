@@ -25,6 +25,7 @@ from squall.local.worker import TickSchedule, Worker
 from squall.model.clock import Clock
 from squall.model.config import Config, component_config
 from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.hooks import ReportsMetrics, implements
 from squall.model.topology import StormTopology
 from squall.model.tuple import Tuple
 from squall.runtime.acker import ACKER_COMPONENT
@@ -36,7 +37,6 @@ from squall.runtime.collectors import (
 )
 from squall.runtime.context import TaskContext
 from squall.runtime.engine_figures import LocalFigures
-from squall.runtime.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.routing import build_routes
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner

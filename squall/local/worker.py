@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.local.exchange import Exchange
+from squall.model.clock import Clock
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
-from squall.runtime.clock import Clock
 from squall.runtime.collectors import AckBuffer
 from squall.runtime.tasks import TaskRunner
 

@@ -37,9 +37,9 @@ from squall.local.running import RunningTopology
 from squall.local.scope import ProcessScope
 from squall.local.transport import Links
 from squall.local.worker import Worker
+from squall.model.clock import SYSTEM_CLOCK
 from squall.model.errors import ComponentError
-from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.hooks import ReportsMetrics, implements
+from squall.model.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import TaskStats
 from squall.runtime.tasks import SpoutRunner
 

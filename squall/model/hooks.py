@@ -63,25 +63,6 @@ class ValidatesSubmission(Protocol):
 
 
 @runtime_checkable
-class ChecksWorkerProcesses(Protocol):
-    """What a topology was compiled from (its ``StormTopology.batch_ir``), with checks
-    for running in worker processes: parts that share this process's memory when its
-    workers are threads, and would not in processes of their own.
-
-    Called by the local engine when it runs a topology in worker processes, in the
-    submitting process, before any worker starts.
-    """
-
-    def check_worker_processes(self, topology_name: str) -> None:
-        """Check that the topology gives the same results in worker processes.
-
-        Raises:
-            InvalidTopologyError: it would not; the submission is refused.
-        """
-        ...
-
-
-@runtime_checkable
 class HandlesFailedTransaction(Protocol):
     """A transactional coordinator (what a transactional spout's ``get_coordinator``
     returns) that wants to know when a transaction fails.
@@ -306,7 +287,6 @@ __all__ = [
     "BeginsBatch",
     "CachesState",
     "CarriesCoordinationStore",
-    "ChecksWorkerProcesses",
     "CleansUpTask",
     "CommitsAcks",
     "Exhaustible",

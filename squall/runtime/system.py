@@ -16,6 +16,7 @@ from squall.model.config import Config, component_config
 from squall.model.declarer import SYSTEM_STREAM, SYSTEM_STREAM_DECLARATION, StreamDeclaration
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
+from squall.model.hooks import ValidatesSubmission, implements
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
@@ -27,7 +28,6 @@ from squall.runtime.acker import (
     AckerBolt,
 )
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.hooks import ValidatesSubmission, implements
 
 _ROOT_FIELDS = Fields("id")
 

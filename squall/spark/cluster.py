@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.engine_figures import QueryFigures, SparkFigures
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
@@ -86,7 +86,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             squall cannot use.
         spark_conf: extra Spark configuration for a session this cluster creates.
         clock: what the driver waits on between the attempts of a failed micro-batch;
-            tests pass a :class:`~squall.runtime.clock.ManualClock` (its waits are
+            tests pass a :class:`~squall.model.clock.ManualClock` (its waits are
             instant and exact).
         verbose: for a session this cluster creates, Spark's own console output (its
             log at WARN, progress bars) and squall's log records in Spark's Python

@@ -30,11 +30,11 @@ from squall.model.collectors import Anchors, OutputCollector
 from squall.model.components import BasicBolt, Bolt
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import FailedException, ReportedFailedException
+from squall.model.hooks import SettlesBeforeCheckpoint, implements
 from squall.model.tuple import DEFAULT_STREAM, Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.collectors import BasicBoltCollector, BoltCollector, engine_collector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import SettlesBeforeCheckpoint, implements
 from squall.state.alignment import BarrierAlignment
 from squall.state.base import BufferedKeyValueState
 from squall.state.bolt import StatefulBolt

@@ -25,10 +25,10 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from squall.model.hooks import SettlesBatch, implements
 from squall.model.tuple import Tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import SettlesBatch, implements
 from squall.state.base import BufferedKeyValueState
 from squall.state.bolt import StatefulBolt
 from squall.state.executors import state_namespace

@@ -5,7 +5,7 @@ Every data spout task of a topology with stateful bolts receives the checkpoint
 spout's tuples. On each it:
 
 * ``PREPARE(t)``: asks the spout to make the acks it received durable (its optional
-  ``commit_acks()``, see :class:`~squall.runtime.hooks.CommitsAcks`), then records,
+  ``commit_acks()``, see :class:`~squall.model.hooks.CommitsAcks`), then records,
   prepared for ``t``, the trees it has in flight (root id and message id). Everything
   it emitted before is ahead of the checkpoint tuple it then passes on, so the states
   prepared for ``t`` hold the whole effect of these trees, unless a bolt reports a tree
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from squall.model.hooks import CommitsAcks, implements
 from squall.model.tuple import Tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
 from squall.runtime.collectors import BoltCollector, SpoutCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import CommitsAcks, implements
 from squall.state.base import BufferedKeyValueState
 from squall.state.codec import StateSerializationError, decode, encode
 from squall.state.executors import EXCLUDED_KEY, checkpoint_namespace

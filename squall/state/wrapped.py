@@ -8,7 +8,7 @@ from typing import Any
 
 from squall.model.components import BasicBolt, Bolt
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.runtime.hooks import ReportsMetrics, implements
+from squall.model.hooks import ReportsMetrics, implements
 
 
 class WrappedBolt(Bolt, ReportsMetrics):
@@ -31,6 +31,6 @@ class WrappedBolt(Bolt, ReportsMetrics):
 
     def metrics(self) -> dict[str, float]:
         """The bolt's own metrics, if it has any (read from another thread: see
-        :class:`~squall.runtime.hooks.ReportsMetrics`)."""
+        :class:`~squall.model.hooks.ReportsMetrics`)."""
         bolt = self.bolt
         return dict(bolt.metrics()) if implements(bolt, ReportsMetrics) else {}

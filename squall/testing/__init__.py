@@ -2,7 +2,7 @@
 ``complete_topology`` (run until all input is processed, read what each component
 emitted)."""
 
-from squall.runtime.clock import ManualClock
+from squall.model.clock import ManualClock
 from squall.testing.bolts import CapturingBolt, Received
 from squall.testing.complete import CompleteTopologyResult, complete_topology
 from squall.testing.shared import SharedRecord

@@ -12,8 +12,8 @@ from squall.local.cluster import LocalCluster
 from squall.local.running import RunningTopology
 from squall.model.components import Spout
 from squall.model.errors import SquallError
+from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import ComponentSpec, StormTopology
-from squall.runtime.hooks import Exhaustible, implements
 from squall.testing.spouts import FixedTupleSpout
 
 MockSource = Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]]

@@ -8,10 +8,10 @@ from typing import Any
 from squall.model.components import Spout
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields, as_fields
+from squall.model.hooks import Exhaustible
 from squall.model.tuple import DEFAULT_STREAM
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import Exhaustible
 from squall.testing.shared import SharedRecord
 
 

@@ -23,11 +23,7 @@ from typing import Any
 from squall.model.components import Bolt, Component
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.model.topology import is_control_stream
-from squall.model.tuple import DEFAULT_STREAM, Tuple
-from squall.runtime.collectors import OutputCollector
-from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import (
+from squall.model.hooks import (
     CleansUpTask,
     FlagsCommitter,
     MakesBatchInstances,
@@ -35,6 +31,10 @@ from squall.runtime.hooks import (
     ValidatesSubmission,
     implements,
 )
+from squall.model.topology import is_control_stream
+from squall.model.tuple import DEFAULT_STREAM, Tuple
+from squall.runtime.collectors import OutputCollector
+from squall.runtime.context import TopologyContext
 from squall.transactional.attempt import TransactionAttempt
 
 BATCH_STREAM = "$batch"

@@ -12,16 +12,16 @@ from squall.model.components import Spout
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
-from squall.runtime.backoff import RetryBackoff
-from squall.runtime.collectors import SpoutOutputCollector
-from squall.runtime.context import TopologyContext
-from squall.runtime.coordination import CoordinationStore, open_store, txid_key
-from squall.runtime.hooks import (
+from squall.model.hooks import (
     HandlesFailedTransaction,
     ReportsMetrics,
     ValidatesSubmission,
     implements,
 )
+from squall.runtime.backoff import RetryBackoff
+from squall.runtime.collectors import SpoutOutputCollector
+from squall.runtime.context import TopologyContext
+from squall.runtime.coordination import CoordinationStore, open_store, txid_key
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
 from squall.transactional.batch import BATCH_STREAM, COMMIT_STREAM
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from squall.model.context import TopologyContext
 from squall.model.fields import Fields
-from squall.runtime.hooks import CachesState
+from squall.model.hooks import CachesState
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.graph import Node
 from squall.trident.operations import (

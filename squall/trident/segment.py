@@ -13,8 +13,8 @@ from typing import Any
 from squall.model.context import TopologyContext
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
+from squall.model.hooks import CleansUpTask, MakesBatchInstances, PreparesTask
 from squall.model.tuple import Tuple
-from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask
 from squall.transactional.batch import BatchBolt, BatchOutputCollector
 from squall.trident.processors import BatchRun, Processor
 

@@ -12,8 +12,8 @@ from typing import Any
 from squall.model.context import TopologyContext
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields
+from squall.model.hooks import HandlesFailedTransaction, ValidatesSubmission, implements
 from squall.runtime.coordination import open_store, txid_key
-from squall.runtime.hooks import HandlesFailedTransaction, ValidatesSubmission, implements
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.batch import BatchOutputCollector
 from squall.trident.segment import ATTEMPT_FIELD

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from squall.model.components import Component
-from squall.runtime.hooks import AdaptsToBolt
+from squall.model.hooks import AdaptsToBolt
 from squall.windowing.spec import (
     DEFAULT_WATERMARK_INTERVAL,
     Count,

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from squall.model.clock import Clock
 from squall.model.components import Bolt
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
-from squall.runtime.clock import SYSTEM_CLOCK, Clock
 from squall.runtime.collectors import OutputCollector, engine_collector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.manager import WindowManager
 from squall.windowing.spec import LATE_TUPLE_FIELD, check_max_spout_pending
@@ -129,7 +129,7 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
     ) -> None:
         self.collector = collector
         self.component_id = context.component_id
-        self.clock: Clock = getattr(context, "clock", None) or SYSTEM_CLOCK
+        self.clock: Clock = context.clock
         self.failed: dict[int, Tuple] = {}
         self.late_tuples = 0
         self.windows_fired = 0

@@ -15,10 +15,10 @@ from squall.connectors.outage import Outage
 from squall.model.components import Bolt
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.model.tuple import Tuple, is_tick_tuple
 from squall.runtime.collectors import OutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 
 #: Default size at which a file is finished and the next one started.
 DEFAULT_ROTATE_BYTES = 64 * 1024 * 1024
@@ -225,7 +225,7 @@ class FileBolt(RecordOptions, Bolt, ValidatesSubmission, SettlesBatch, ReportsMe
     def settle_before_checkpoint(self) -> None:
         """A checkpoint of a topology with stateful bolts: write (with ``fsync``) and
         ack what waits; the file stays open (see
-        :class:`~squall.runtime.hooks.SettlesBeforeCheckpoint`)."""
+        :class:`~squall.model.hooks.SettlesBeforeCheckpoint`)."""
         self._flush(self._context.clock.now_ms())
 
     def cleanup(self) -> None:

@@ -26,9 +26,9 @@ from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ReportsMetrics, ValidatesSubmission
 from squall.runtime.collectors import SpoutOutputCollector
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import ReportsMetrics, ValidatesSubmission
 
 #: The stream of malformed records.
 ERRORS_STREAM = "errors"
@@ -327,7 +327,7 @@ class FileSpout(RecordOptions, Spout, ValidatesSubmission, ReportsMetrics):
 
     def commit_acks(self) -> None:
         """Write the progress of every file now (a checkpoint of a topology with
-        stateful bolts: see :class:`~squall.runtime.hooks.CommitsAcks`).
+        stateful bolts: see :class:`~squall.model.hooks.CommitsAcks`).
 
         Raises:
             OSError: a progress record could not be written (the checkpoint is rolled

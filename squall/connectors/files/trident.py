@@ -21,7 +21,7 @@ from squall.connectors.files.records import RecordOptions
 from squall.connectors.options import OptionChecker
 from squall.model.context import TopologyContext
 from squall.model.fields import Fields
-from squall.runtime.hooks import ValidatesSubmission
+from squall.model.hooks import ValidatesSubmission
 from squall.trident.collector import Collector
 from squall.trident.spouts import PartitionedTridentSpout
 

@@ -65,8 +65,8 @@ from squall.connectors.options import OptionChecker
 from squall.model.components import Bolt
 from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 from squall.model.tuple import Tuple, is_tick_tuple
-from squall.runtime.hooks import ReportsMetrics, SettlesBatch, ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector
@@ -366,7 +366,7 @@ class KafkaBolt(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetrics):
     def settle_before_checkpoint(self) -> None:
         """A checkpoint of a topology with stateful bolts: wait for the delivery
         reports of the records in flight (see
-        :class:`~squall.runtime.hooks.SettlesBeforeCheckpoint`)."""
+        :class:`~squall.model.hooks.SettlesBeforeCheckpoint`)."""
         self.settle(self._report_wait)
 
     def metrics(self) -> dict[str, float]:

@@ -86,7 +86,7 @@ from squall.connectors.options import OptionChecker
 from squall.connectors.outage import Outage
 from squall.model.components import Spout
 from squall.model.declarer import OutputFieldsDeclarer
-from squall.runtime.hooks import ReportsMetrics, ValidatesSubmission
+from squall.model.hooks import ReportsMetrics, ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector

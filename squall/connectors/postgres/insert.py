@@ -50,8 +50,8 @@ from squall.connectors.postgres.connection import (
 from squall.connectors.postgres.task import TaskConnection
 from squall.connectors.sink import BatchingSink
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ValidatesSubmission
 from squall.model.tuple import Tuple
-from squall.runtime.hooks import ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector

@@ -46,8 +46,8 @@ from squall.connectors.postgres.connection import (
 from squall.connectors.postgres.task import TaskConnection
 from squall.model.components import Bolt
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ValidatesSubmission
 from squall.model.tuple import Tuple
-from squall.runtime.hooks import ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector

@@ -56,8 +56,8 @@ from squall.connectors.redis.client import (
 )
 from squall.connectors.sink import BatchingSink
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.hooks import ValidatesSubmission
 from squall.model.tuple import Tuple
-from squall.runtime.hooks import ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import OutputCollector

@@ -84,7 +84,7 @@ from squall.connectors.redis.entries import (
 )
 from squall.model.components import Spout
 from squall.model.declarer import DEFAULT_STREAM, OutputFieldsDeclarer
-from squall.runtime.hooks import ReportsMetrics, ValidatesSubmission
+from squall.model.hooks import ReportsMetrics, ValidatesSubmission
 
 if TYPE_CHECKING:
     from squall.runtime.collectors import SpoutOutputCollector
@@ -317,7 +317,7 @@ class RedisStreamSpout(Spout, ValidatesSubmission, ReportsMetrics):
 
     def commit_acks(self) -> None:
         """Send the waiting acknowledgements now (a checkpoint of a topology with
-        stateful bolts: see :class:`~squall.runtime.hooks.CommitsAcks`).
+        stateful bolts: see :class:`~squall.model.hooks.CommitsAcks`).
 
         Raises:
             ConnectorUnavailableError: the server cannot be reached (the checkpoint is

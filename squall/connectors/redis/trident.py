@@ -73,7 +73,7 @@ from squall.connectors.redis.client import (
 from squall.connectors.redis.entries import DATA_FIELDS, EntryReader, MalformedEntryError
 from squall.model.context import TopologyContext
 from squall.model.fields import Fields
-from squall.runtime.hooks import ValidatesSubmission
+from squall.model.hooks import ValidatesSubmission
 from squall.trident.collector import Collector
 from squall.trident.spouts import OpaquePartitionedTridentSpout, PartitionedTridentSpout
 

@@ -14,9 +14,9 @@ import copy
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from squall.model.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.runtime.context import TopologyContext
-from squall.runtime.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports
 from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values

@@ -21,9 +21,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from squall.model.clock import SYSTEM_CLOCK
+from squall.model.hooks import BeginsBatch, ReportsMetrics, SettlesBatch, implements
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
-from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.hooks import BeginsBatch, ReportsMetrics, SettlesBatch, implements
 from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport

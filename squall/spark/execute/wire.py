@@ -22,8 +22,8 @@ from dataclasses import replace
 from random import getrandbits
 from typing import Any
 
+from squall.model.clock import Clock
 from squall.model.tuple import StreamInfo, Tuple
-from squall.runtime.clock import Clock
 from squall.runtime.collectors import BoltCollector, SpoutCollector, TaskWiring
 from squall.runtime.sinks import EmitSink
 from squall.spark.execute.packets import (

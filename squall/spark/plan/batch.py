@@ -22,8 +22,8 @@ from squall.model.config import component_config
 from squall.model.errors import InvalidTopologyError, TopologyOrderError
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
+from squall.model.hooks import ValidatesSubmission, implements
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
-from squall.runtime.hooks import ValidatesSubmission, implements
 from squall.spark.plan.pickling import check_picklable
 from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.ir import TransactionalIR

@@ -16,9 +16,9 @@ from collections import deque
 from collections.abc import Iterable
 from itertools import repeat
 
+from squall.model.clock import SYSTEM_CLOCK
 from squall.model.config import Config
-from squall.runtime.clock import SYSTEM_CLOCK
-from squall.runtime.hooks import ReportsMetrics, implements
+from squall.model.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import summarize
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory

@@ -17,7 +17,7 @@ import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from squall.runtime.clock import Clock
+from squall.model.clock import Clock
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import CheckpointDirectory

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.model.clock import Clock
 from squall.model.fields import Fields
 from squall.runtime import codepickle
-from squall.runtime.clock import Clock
 from squall.spark.control import storage
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.execute.taskstate import CoreSetup, write_setup

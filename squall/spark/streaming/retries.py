@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from squall.model.clock import Clock
 from squall.model.errors import InvalidTopologyError
 from squall.runtime.backoff import RetryBackoff
-from squall.runtime.clock import Clock
 
 logger = logging.getLogger("squall")
 

@@ -7,7 +7,7 @@ from abc import abstractmethod
 from typing import Any
 
 from squall.model.context import TopologyContext
-from squall.runtime.hooks import CachesState
+from squall.model.hooks import CachesState
 from squall.trident.state.base import BackingMap, MapState, StateFactory, StateType
 from squall.trident.state.cache import CachedMap
 from squall.trident.state.maps import map_state_for
