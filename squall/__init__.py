@@ -29,6 +29,7 @@ from squall.model import (
 from squall.model.clock import Clock, ManualClock
 from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.model.context import TopologyContext
+from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.state import KeyValueState, StatefulBolt, StatefulWindowedBolt
 from squall.windowing import Count, Duration, TupleWindow, WindowedBolt
@@ -40,6 +41,7 @@ __all__ = [
     "BasicOutputCollector",
     "Bolt",
     "Clock",
+    "Cluster",
     "ComponentError",
     "ComponentStats",
     "Config",
