@@ -21,9 +21,7 @@ resolved, its backend's client when its first store is made.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from squall.runtime.lazy_exports import lazy_exports
 from squall.state.providers.provider import StateProvider, qualified_namespace
 from squall.state.providers.registry import (
     DEFAULT_PROVIDER,
@@ -48,19 +46,6 @@ _CONNECTOR_NAMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _CONNECTOR_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
 __all__ = [
     "DEFAULT_POSTGRES_TABLE",
     "DEFAULT_PROVIDER",
@@ -78,3 +63,5 @@ __all__ = [
     "qualified_namespace",
     "resolve_provider",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _CONNECTOR_NAMES, __all__)

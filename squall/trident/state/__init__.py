@@ -14,9 +14,7 @@ from here too. :class:`CachedMap` puts an LRU cache in front of any of them.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from squall.runtime.lazy_exports import lazy_exports
 from squall.trident.state.base import (
     GLOBAL_KEY,
     BackingMap,
@@ -67,19 +65,6 @@ _CONNECTOR_STATES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _CONNECTOR_STATES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
 __all__ = [
     "GLOBAL_KEY",
     "BackingMap",
@@ -116,3 +101,5 @@ __all__ = [
     "map_state_for",
     "serializer_for",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _CONNECTOR_STATES, __all__)
