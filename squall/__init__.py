@@ -24,6 +24,7 @@ from squall.model import (
     StormTopology,
     TopologyBuilder,
     Tuple,
+    Values,
     is_tick_tuple,
 )
 from squall.model.clock import Clock, ManualClock
@@ -71,6 +72,7 @@ __all__ = [
     "TopologyInfo",
     "Tuple",
     "TupleWindow",
+    "Values",
     "WindowedBolt",
     "is_tick_tuple",
 ]

@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from squall import Fields
+from squall import BasicBolt, Fields, TopologyBuilder, Values
+from squall.testing import FixedTupleSpout, complete_topology
 
 
 def test_varargs_and_list_forms_are_equal() -> None:
@@ -108,3 +109,24 @@ def test_deepcopy_keeps_the_index() -> None:
     clone = copy.deepcopy(fields)
     assert clone == fields
     assert clone.index("b") == 1
+
+
+def test_values_builds_the_plain_list_a_collector_emits() -> None:
+    values = Values("cow", 3)
+    assert values == ["cow", 3] and type(values) is list
+    assert Values() == []
+
+
+def test_values_emitted_by_a_ported_bolt_arrive_as_the_tuple_values() -> None:
+    class Exclaim(BasicBolt):
+        def execute(self, tup, collector):  # type: ignore[no-untyped-def]
+            collector.emit(Values(tup.get_string(0) + "!!!", len(tup.get_string(0))))
+
+        def declare_output_fields(self, declarer):  # type: ignore[no-untyped-def]
+            declarer.declare(Fields("word", "length"))
+
+    builder = TopologyBuilder()
+    builder.set_spout("words", FixedTupleSpout([["cow"], ["moon"]], fields=Fields("word")))
+    builder.set_bolt("exclaim", Exclaim()).shuffle_grouping("words")
+    result = complete_topology(builder.create_topology())
+    assert sorted(result.read_tuples("exclaim")) == [["cow!!!", 3], ["moon!!!", 4]]

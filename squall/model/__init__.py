@@ -20,7 +20,7 @@ from squall.model.errors import (
     ReportedFailedException,
     SquallError,
 )
-from squall.model.fields import Fields
+from squall.model.fields import Fields, Values
 from squall.model.grouping import CustomStreamGrouping, GlobalStreamId, Grouping, GroupingKind
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
@@ -59,5 +59,6 @@ __all__ = [
     "TopologyBuilder",
     "TopologyContext",
     "Tuple",
+    "Values",
     "is_tick_tuple",
 ]

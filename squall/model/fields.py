@@ -100,3 +100,13 @@ def as_fields(value: Fields | Iterable[str] | str) -> Fields:
     if isinstance(value, str):
         return Fields(value)
     return Fields(list(value))
+
+
+def Values(*values: Any) -> list[Any]:
+    """Storm's ``Values``: ``Values(word, count)`` is the list ``[word, count]``.
+
+    Ported code that writes ``collector.emit(Values(word, count))`` emits a plain list, so
+    nothing on the emit path changes: squall's collectors take any sequence of values.
+    Runs wherever it is called; it only builds the list.
+    """
+    return list(values)
