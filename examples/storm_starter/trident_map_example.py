@@ -70,8 +70,8 @@ def build_topology(
     """The counts of ``THE`` and the DRPC function ``words``.
 
     Args:
-        drpc: where ``words`` is served (``None``: the DRPC server of the
-            configuration, ``drpc.servers``).
+        drpc: where ``words`` is served (``None``: a new ``LocalDRPC``, which ``squall
+            run`` leaves unqueried).
         sentences: the spout's sentences.
         cycle: emit them again and again (as Storm's example does).
         parallelism: the parallelism hints (16 in Storm's example).
@@ -93,7 +93,7 @@ def build_topology(
     )
 
     (
-        topology.new_drpc_stream("words", drpc)
+        topology.new_drpc_stream("words", drpc if drpc is not None else LocalDRPC())
         .flat_map(split, Fields("word"))
         .group_by(Fields("word"))
         .state_query(word_counts, Fields("word"), MapGet(), Fields("count"))

@@ -62,8 +62,8 @@ def build_topology(
     """The word count and its DRPC function ``words``.
 
     Args:
-        drpc: where ``words`` is served (``None``: the DRPC server of the
-            configuration, ``drpc.servers``).
+        drpc: where ``words`` is served (``None``: a new ``LocalDRPC``, which ``squall
+            run`` leaves unqueried).
         sentences: the spout's sentences.
         cycle: emit them again and again (as Storm's example does).
         parallelism: the parallelism hints (16 in Storm's example).
@@ -82,7 +82,7 @@ def build_topology(
     )
 
     (
-        topology.new_drpc_stream("words", drpc)
+        topology.new_drpc_stream("words", drpc if drpc is not None else LocalDRPC())
         .each(Fields("args"), Split(), Fields("word"))
         .group_by(Fields("word"))
         .state_query(word_counts, Fields("word"), MapGet(), Fields("count"))
