@@ -200,6 +200,10 @@ def test_min_max_errors_name_the_operation_and_the_problem() -> None:
         "Trident max: give a comparator or key=, not both"
     )
     assert "the comparator must be a function cmp(a, b) -> int" in error_of(lambda s: s.min(42))
+    assert error_of(lambda s: s.max(CountComparator)) == (
+        "Trident max: the comparator is the class CountComparator; give an instance "
+        "(CountComparator())"
+    )
     assert "key must be a function of one value, got int" in error_of(
         lambda s: s.max_by("a", key=3)
     )

@@ -66,6 +66,11 @@ def comparator_function(where: str, comparator: Any = None, key: Any = None) -> 
         return _KeyCmp(key)
     if comparator is None:
         return None
+    if isinstance(comparator, type):
+        raise InvalidTopologyError(
+            f"Trident {where}: the comparator is the class {comparator.__name__}; give an "
+            f"instance ({comparator.__name__}())"
+        )
     compare = getattr(comparator, "compare", None)
     if callable(compare) and not inspect.isroutine(comparator):
         function: Cmp = compare
