@@ -34,6 +34,7 @@ from squall.trident import Count as TridentCount
 from squall.trident.compiler import describe
 from tests.conftest import Engine, on_engines
 from tests.test_trident_ops import (
+    after,
     by_batch,
     by_task,
     chunks,
@@ -114,7 +115,7 @@ def test_min_max_keep_one_tuple_per_batch_as_storm_compares(engine: Engine) -> N
     run_until(
         engine,
         topology,
-        lambda: all(seen_txid(record, name, engine_last(engine, last)) for name in names),
+        lambda: all(seen_txid(record, name, after(engine, last)) for name in names),
     )
 
     expected = {
@@ -134,11 +135,6 @@ def test_min_max_keep_one_tuple_per_batch_as_storm_compares(engine: Engine) -> N
     # later 1) and d7 (the later 9) txid 2's; txid 3 has only Nones: no tuple.
     assert expected["min_by"] == {1: [ROWS[3]], 2: [ROWS[7]], 3: []}
     assert expected["max_by"] == {1: [ROWS[1]], 2: [ROWS[6]], 3: []}
-
-
-def engine_last(engine: Engine, txid: int) -> int:
-    """The txid to wait for so ``txid`` is complete (see ``tests.test_trident_ops.after``)."""
-    return txid if engine.is_spark else txid + 1
 
 
 @pytest.mark.parametrize("engine", on_engines(spark=[]), indirect=True)

@@ -23,7 +23,7 @@ from squall.trident import (
 from squall.trident import Count as TridentCount
 from squall.trident.compiler import describe
 from tests.conftest import Engine, on_engines
-from tests.test_trident_ops import by_batch, chunks, observe, run_until, seen_txid
+from tests.test_trident_ops import after, by_batch, chunks, observe, run_until, seen_txid
 
 SENTENCES = [["the cow jumped"], ["the man went"], ["to the store"], ["cow and man"], ["a"]]
 
@@ -66,8 +66,7 @@ def test_a_hinted_batch_spout_emits_each_batch_once(engine: Engine) -> None:
     topology = word_counts(FixedBatchSpout(Fields("sentence"), 2, *SENTENCES), record)
     batches = chunks(SENTENCES, 2)
 
-    last = max(batches) if engine.is_spark else max(batches) + 1
-    run_until(engine, topology, lambda: seen_txid(record, "counts", last))
+    run_until(engine, topology, lambda: seen_txid(record, "counts", after(engine, max(batches))))
 
     counted = {t: rows for t, rows in by_batch(record, "counts").items() if t in batches}
     assert counted == {
