@@ -1545,15 +1545,6 @@ def test_each_rejects_what_is_neither_a_function_nor_callable() -> None:
         stream.each(Fields("a"), "nope")
 
 
-def test_a_batch_spout_runs_in_one_task() -> None:
-    topology = TridentTopology()
-    topology.new_stream("s", FixedBatchSpout(Fields("a"), 1, [1])).parallelism_hint(2).each(
-        Fields("a"), FilterNull()
-    )
-    with pytest.raises(InvalidTopologyError, match="'s': a BatchSpout runs in one task"):
-        topology.build()
-
-
 def test_a_drpc_stream_cannot_be_merged_or_joined_with_a_regular_stream() -> None:
     drpc = LocalDRPC()
     for combine in ["merge", "join"]:

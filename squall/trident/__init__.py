@@ -5,7 +5,15 @@ aggregations, joins and state operations; compiled onto spouts and bolts by
 ``TridentTopology.build()``.
 """
 
+from squall.trident.chained import ChainedAggregatorDeclarer
 from squall.trident.collector import Collector
+from squall.trident.comparison import (
+    ComparisonAggregator,
+    Max,
+    MaxWithComparator,
+    Min,
+    MinWithComparator,
+)
 from squall.trident.operations import (
     Aggregator,
     CombinerAggregator,
@@ -34,8 +42,10 @@ from squall.trident.tuple import TridentTuple
 __all__ = [
     "Aggregator",
     "BatchSpout",
+    "ChainedAggregatorDeclarer",
     "Collector",
     "CombinerAggregator",
+    "ComparisonAggregator",
     "Count",
     "Debug",
     "Filter",
@@ -45,6 +55,10 @@ __all__ = [
     "Function",
     "GroupedStream",
     "MapGet",
+    "Max",
+    "MaxWithComparator",
+    "Min",
+    "MinWithComparator",
     "OpaquePartitionedTridentSpout",
     "PartitionedTridentSpout",
     "QueryFunction",

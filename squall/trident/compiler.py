@@ -117,11 +117,10 @@ def _segments(topology: TridentGraph) -> tuple[list[Segment], dict[int, Segment]
         head = segment.head
         if head.kind == "spout":
             segment.component_id = head.params["stream_id"]
-            if isinstance(head.params["spout"], BatchSpout) and segment.parallelism > 1:
-                raise InvalidTopologyError(
-                    f"Trident stream {segment.component_id!r}: a BatchSpout runs in one task; "
-                    "use a partitioned spout for parallel emitters"
-                )
+            if isinstance(head.params["spout"], BatchSpout):
+                # One emitter task whatever the hint, as Storm caps a FixedBatchSpout
+                # (topology.max.task.parallelism 1): each task would emit the batch.
+                segment.placed_tasks = 1
         elif head.kind == "drpc_spout":
             segment.component_id = f"drpc-{head.params['function']}"
         else:

@@ -75,6 +75,9 @@ def describe_operation(node: Node) -> str:
         return f"{kind}({operation_name(params[_OPERATION_PARAM[kind]])})"
     if kind == "partition":
         return _GROUPINGS.get(params["grouping"], "global")
+    if kind == "partition_aggregate" and "method" in params:
+        # min/max/min_by/max_by and chained_agg: the API method and its argument
+        return f"{params['method']}({_identifier(str(params['argument']))})"
     if kind == "partition_aggregate":
         method = "aggregate" if params.get("whole_batch") else "partition_aggregate"
         return f"{method}({operation_name(params['aggregator'])})"

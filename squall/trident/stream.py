@@ -8,8 +8,18 @@ from typing import Any
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.topology import StormTopology
+from squall.trident.chained import ChainedAggregatorDeclarer
+from squall.trident.comparison import (
+    ComparisonAggregator,
+    Max,
+    MaxWithComparator,
+    Min,
+    MinWithComparator,
+    comparator_function,
+)
 from squall.trident.compiler import compile_topology
 from squall.trident.graph import Node, TridentGraph, check_fields, check_new_fields
+from squall.trident.naming import operation_name
 from squall.trident.operations import (
     Aggregator,
     CallableFilter,
@@ -185,6 +195,76 @@ class Stream:
             "partition_aggregate", outputs, inputs=inputs, aggregator=aggregator, group=None
         )
 
+    def chained_agg(self) -> ChainedAggregatorDeclarer:
+        """Several aggregators over the same batch: ``chained_agg().aggregate(...)
+        .aggregate(...).chain_end()`` gives one tuple per batch with every aggregator's
+        output fields in order (``partition_aggregate(...)`` instead: per partition).
+        See :mod:`squall.trident.chained`."""
+        return ChainedAggregatorDeclarer(self, None)
+
+    # -- min and max (Storm's comparison aggregators, per partition of each batch) ---------
+
+    def min(self, comparator: Any = None, *, key: Any = None) -> Stream:
+        """The tuple of each partition's batch that sorts first by ``comparator``
+        (``cmp(a, b) -> int`` or an object with ``compare(a, b)``, given whole tuples) or
+        by ``key(tup)``. Same fields. See :mod:`squall.trident.comparison`."""
+        if comparator is None and key is None:
+            raise InvalidTopologyError(
+                "Trident min: give a comparator (cmp(a, b) -> int) or key=; for a field's "
+                "natural order use min_by(field)"
+            )
+        cmp = comparator_function("min", comparator, key)
+        assert cmp is not None
+        return self._compare("min", None, MinWithComparator(None, cmp), comparator or key)
+
+    def max(self, comparator: Any = None, *, key: Any = None) -> Stream:
+        """The tuple of each partition's batch that sorts last by ``comparator`` or
+        ``key`` (see :meth:`min`)."""
+        if comparator is None and key is None:
+            raise InvalidTopologyError(
+                "Trident max: give a comparator (cmp(a, b) -> int) or key=; for a field's "
+                "natural order use max_by(field)"
+            )
+        cmp = comparator_function("max", comparator, key)
+        assert cmp is not None
+        return self._compare("max", None, MaxWithComparator(None, cmp), comparator or key)
+
+    def min_by(self, field: str, comparator: Any = None, *, key: Any = None) -> Stream:
+        """The tuple of each partition's batch with the lowest value of ``field``: in
+        natural order, or by ``comparator``/``key`` applied to the values. Tuples whose
+        value is None are skipped; on a tie the later tuple wins. Same fields."""
+        cmp = comparator_function(f"min_by({field!r})", comparator, key)
+        aggregator = Min(field) if cmp is None else MinWithComparator(field, cmp)
+        return self._compare("min_by", field, aggregator, field)
+
+    def max_by(self, field: str, comparator: Any = None, *, key: Any = None) -> Stream:
+        """The tuple of each partition's batch with the highest value of ``field`` (see
+        :meth:`min_by`)."""
+        cmp = comparator_function(f"max_by({field!r})", comparator, key)
+        aggregator = Max(field) if cmp is None else MaxWithComparator(field, cmp)
+        return self._compare("max_by", field, aggregator, field)
+
+    def _compare(
+        self, method: str, field: str | None, aggregator: ComparisonAggregator, argument: Any
+    ) -> Stream:
+        if field is not None:
+            if not isinstance(field, str):
+                raise InvalidTopologyError(
+                    f"Trident {method}: the field must be a field name (str), got {field!r}"
+                )
+            check_fields(method, Fields([field]), self.output_fields)
+        label = argument if isinstance(argument, str) else operation_name(argument)
+        fields = self.output_fields
+        return self._add(
+            "partition_aggregate",
+            fields,
+            inputs=fields,
+            aggregator=aggregator,
+            group=None,
+            method=method,
+            argument=label,
+        )
+
     def _aggregation_args(self, where: str, args: tuple[Any, ...]) -> tuple[Fields, Any, Fields]:
         if len(args) == 2:
             inputs, aggregator, outputs = Fields([]), args[0], args[1]
@@ -303,6 +383,12 @@ class GroupedStream:
             aggregator=aggregator,
             group=self.group_fields,
         )
+
+    def chained_agg(self) -> ChainedAggregatorDeclarer:
+        """Several aggregators per group: ``chained_agg().aggregate(...)...chain_end()``
+        gives one tuple per group and batch, the group fields then every aggregator's
+        output fields in order. See :mod:`squall.trident.chained`."""
+        return ChainedAggregatorDeclarer(self.stream, self.group_fields)
 
     def persistent_aggregate(self, state_factory: Any, *args: Any) -> TridentState:
         """Fold every batch, per group, into the state: key = the group values."""
