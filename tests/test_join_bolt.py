@@ -311,6 +311,32 @@ def test_each_result_is_anchored_to_the_tuples_it_joins() -> None:
     assert all(stream_id == "joined" for _, _, stream_id in collector.emits)
 
 
+def test_a_tuple_from_a_source_outside_the_join_is_a_clear_error() -> None:
+    """create_topology() refuses such a subscription; a bolt run by hand says it too."""
+    bolt = JoinBolt(JoinBolt.Selector.STREAM, "users", "userId").select("name")
+    with pytest.raises(
+        ValueError,
+        match="JoinBolt received a tuple from 'ordersSpout' stream 'orders', whose stream "
+        "'orders' is not part of the join",
+    ):
+        run(bolt, users(), orders())
+
+
+@pytest.mark.parametrize(
+    "bolt",
+    [
+        JoinBolt(JoinBolt.Selector.STREAM, "users", "userId"),
+        JoinBolt("users", "userId", JoinBolt.Selector.STREAM),
+        JoinBolt("users", "userId", selector="stream"),
+        JoinBolt("users", "userId", selector="STREAM"),
+    ],
+    ids=["storm-order", "selector-third", "string", "upper-case"],
+)
+def test_the_selector_as_storm_spells_it_or_as_a_string(bolt: JoinBolt) -> None:
+    assert bolt.selector is JoinBolt.Selector.STREAM
+    assert run(bolt.select("name"), users()).rows == [[row[1]] for row in USERS]
+
+
 def test_output_fields_are_named_as_select_writes_them() -> None:
     builder = TopologyBuilder()
     builder.set_spout("genders", FixedTupleSpout([], ["id", "gender"]))
