@@ -33,7 +33,7 @@ from squall.model.context import TopologyContext
 from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.state import KeyValueState, StatefulBolt, StatefulWindowedBolt
-from squall.windowing import Count, Duration, TupleWindow, WindowedBolt
+from squall.windowing import Count, Duration, JoinBolt, TupleWindow, WindowedBolt
 
 __version__ = "0.1.0"
 
@@ -55,6 +55,7 @@ __all__ = [
     "Fields",
     "GlobalStreamId",
     "InvalidTopologyError",
+    "JoinBolt",
     "KeyValueState",
     "LocalCluster",
     "ManualClock",

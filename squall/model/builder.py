@@ -11,7 +11,7 @@ from squall.model.declarer import IMPLICIT_STREAMS, OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
-from squall.model.hooks import AdaptsToBolt, implements
+from squall.model.hooks import AdaptsToBolt, ChecksInputs, implements
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM
 
@@ -204,8 +204,10 @@ class TopologyBuilder:
                 or reserved id, a component of the wrong type, parallelism or task count
                 below 1, a bolt without inputs, a subscription to an unknown component or
                 undeclared stream, grouping fields the stream lacks, or a grouping that
-                does not match the stream's direct-ness. Every component has the system
-                stream ``"__system"`` (fields ``["event"]``) without declaring it.
+                does not match the stream's direct-ness, or what a bolt with the
+                ``ChecksInputs`` hook finds wrong with its inputs' fields (a ``JoinBolt``'s).
+                Every component has the system stream ``"__system"`` (fields
+                ``["event"]``) without declaring it.
         """
         components: dict[str, ComponentSpec] = {}
         for declared in self._declared:
@@ -219,7 +221,25 @@ class TopologyBuilder:
                 _check_inputs(spec, components)
             if spec.colocated_with is not None:
                 _check_colocation(spec, components)
+        for spec in components.values():
+            if not spec.is_spout and implements(spec.component, ChecksInputs):
+                _check_input_fields(spec, spec.component, components)
         return StormTopology(components)
+
+
+def _check_input_fields(
+    spec: ComponentSpec, bolt: ChecksInputs, components: dict[str, ComponentSpec]
+) -> None:
+    """Let a bolt with the ``ChecksInputs`` hook check its inputs' declared fields."""
+    inputs: dict[tuple[str, str], Fields] = {}
+    for sub in spec.inputs:
+        source = components[sub.source]
+        stream = source.streams.get(sub.stream_id) or IMPLICIT_STREAMS[sub.stream_id]
+        inputs[(sub.source, sub.stream_id)] = stream.fields
+    try:
+        bolt.check_inputs(inputs)
+    except (InvalidTopologyError, ValueError) as exc:
+        raise InvalidTopologyError(f"bolt {spec.component_id!r}: {exc}") from None
 
 
 def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast, runtime_checkable
 
 from squall.model.components import BasicBolt, Bolt
+from squall.model.fields import Fields
 
 if TYPE_CHECKING:
     from squall.model.context import TopologyContext
@@ -37,6 +38,25 @@ class AdaptsToBolt(Protocol):
 
     def to_bolt(self) -> Bolt | BasicBolt:
         """The bolt that runs this component."""
+        ...
+
+
+@runtime_checkable
+class ChecksInputs(Protocol):
+    """A bolt that checks the streams it subscribes to against their declared fields (a
+    ``JoinBolt``: its join and select fields must be fields of its inputs).
+
+    Called by ``TopologyBuilder.create_topology()``, in the process building the
+    topology, once for each bolt that implements it (after ``AdaptsToBolt``: on the
+    bolt that runs), once every bolt's subscriptions are known to name declared
+    streams. An ``InvalidTopologyError`` or ``ValueError`` it raises is reported as an
+    ``InvalidTopologyError`` naming the bolt.
+    """
+
+    def check_inputs(self, inputs: Mapping[tuple[str, str], Fields]) -> None:
+        """Check the bolt's inputs: ``(component id, stream id)`` of each stream it
+        subscribes to (system streams included), in subscription order, with the
+        stream's declared fields."""
         ...
 
 
@@ -287,6 +307,7 @@ __all__ = [
     "BeginsBatch",
     "CachesState",
     "CarriesCoordinationStore",
+    "ChecksInputs",
     "CleansUpTask",
     "CommitsAcks",
     "Exhaustible",

@@ -1,8 +1,10 @@
 """Windowed bolts: count and time windows, tumbling and sliding, processing or event
-time with watermarks, lag and late-tuple streams. Engine-neutral logic."""
+time with watermarks, lag and late-tuple streams; ``JoinBolt``, the windowed join of
+streams. Engine-neutral logic."""
 
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.executor import WindowedBoltExecutor, WindowedOutputCollector
+from squall.windowing.join import JoinBolt
 from squall.windowing.manager import WindowManager
 from squall.windowing.spec import Count, Duration, WindowSpec
 from squall.windowing.watermarks import WatermarkTracker
@@ -11,6 +13,7 @@ from squall.windowing.window import TupleWindow
 __all__ = [
     "Count",
     "Duration",
+    "JoinBolt",
     "TupleWindow",
     "WatermarkTracker",
     "WindowManager",
