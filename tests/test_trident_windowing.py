@@ -46,7 +46,8 @@ from squall.trident.windowing import (
     WindowType,
 )
 from squall.windowing import Count
-from tests.conftest import Engine, on_engines
+from tests.conftest import Engine, on_engines, unique_name
+from tests.servers import RedisServer
 
 # --- helpers ----------------------------------------------------------------------------
 
@@ -436,6 +437,22 @@ def test_a_durable_store_keeps_windows_over_a_restart(tmp_path: Path, coordinati
         assert windows_of(record) == [[[1, 2, 3]], [[4, 5, 6]]]
         feed(record, 7, 8, 9)
         assert windows_of(record) == [[[1, 2, 3]], [[4, 5, 6]], [[7, 8, 9]]]
+        cluster.kill_topology("durable-windows")
+
+
+def test_a_durable_store_in_redis_keeps_windows_over_a_restart(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    conf = {Config.TOPOLOGY_TRANSACTIONAL_STATE_DIR: str(tmp_path / "coordination")}
+    options = {"url": redis_server.url, "namespace": unique_name("windows")}
+    factory = StateProviderWindowsStoreFactory("redis", options)
+    record = SharedRecord()
+    with run_fed_topology(record, conf, tumbling_3(factory)) as cluster:
+        feed(record, 1, 2, 3, 4, 5)
+        cluster.kill_topology("durable-windows")
+    with run_fed_topology(record, conf, tumbling_3(factory)) as cluster:
+        feed(record, 6)
+        assert windows_of(record) == [[[1, 2, 3]], [[4, 5, 6]]]
         cluster.kill_topology("durable-windows")
 
 
