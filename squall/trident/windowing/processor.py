@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.context import TopologyContext
 from squall.model.fields import Fields
 from squall.model.tuple import Tuple
@@ -145,6 +146,7 @@ class WindowTridentProcessor(Processor):
         self.where = f"Trident window {self.window_id} ({type(self.aggregator).__name__})"
         self.store: WindowsStore | None = None
         self.manager: WindowManager | None = None
+        self.clock: Clock = SYSTEM_CLOCK
         self.window_task_id = ""
         self.pending: list[tuple[int, list[list[Any]]]] = []
         self.trigger_id = 0
@@ -327,7 +329,7 @@ class WindowTridentProcessor(Processor):
         for i, values in enumerate(values_list):
             manager.add(cast(Tuple, _Held(f"{prefix}{i}", TridentTuple(values, self.inputs))), now)
         self.added_txid = txid
-        if self.store_tuples:
+        if self.store_tuples and values_list:  # an empty batch changes nothing to keep
             since = manager.bookkeeping()["count_since_trigger"] or 0
             store.put_all(
                 [Entry(ADDED_PREFIX + task, txid), Entry(SINCE_TRIGGER_PREFIX + task, since)]

@@ -78,6 +78,7 @@ class WindowsStateUpdater(StateUpdater):
         """
         assert self.store is not None, "WindowsStateUpdater was not prepared"
         txid = state.get_current_tx_id()
+        keys: dict[str, None] = {}
         for tup in tuples:
             info = tup.get_value_by_field(TRIGGER_FIELD_NAME)
             if not isinstance(info, TriggerInfo):
@@ -85,8 +86,10 @@ class WindowsStateUpdater(StateUpdater):
                     f"WindowsStateUpdater: expected a TriggerInfo in {TRIGGER_FIELD_NAME!r}, "
                     f"got {type(info).__name__}"
                 )
-            in_process = window_trigger_inprocess_key(info.window_task_id, txid or 0)
-            self.store.remove_all([info.generate_trigger_key(), in_process])
+            keys[info.generate_trigger_key()] = None
+            keys[window_trigger_inprocess_key(info.window_task_id, txid or 0)] = None
+        if keys:
+            self.store.remove_all(list(keys))
 
 
 __all__ = ["WindowsState", "WindowsStateFactory", "WindowsStateUpdater"]
