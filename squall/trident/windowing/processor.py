@@ -329,7 +329,7 @@ class WindowTridentProcessor(Processor):
         for i, values in enumerate(values_list):
             manager.add(cast(Tuple, _Held(f"{prefix}{i}", TridentTuple(values, self.inputs))), now)
         self.added_txid = txid
-        if self.store_tuples and values_list:  # an empty batch changes nothing to keep
+        if self.store_tuples:  # every batch: a resumed task tells replays from new batches
             since = manager.bookkeeping()["count_since_trigger"] or 0
             store.put_all(
                 [Entry(ADDED_PREFIX + task, txid), Entry(SINCE_TRIGGER_PREFIX + task, since)]
