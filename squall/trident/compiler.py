@@ -61,6 +61,10 @@ from squall.trident.segment import TridentSegment
 from squall.trident.sources import DRPCResultReturner
 from squall.trident.spouts import AnyTridentSpout, BatchSpout, OpaquePartitionedTridentSpout
 from squall.trident.state.base import locality_of
+from squall.trident.windowing.processor import WindowTridentProcessor
+
+#: Every operation's processor (the window operation's lives in its own package).
+_ALL_PROCESSORS: dict[str, type[Processor]] = {**PROCESSORS, "window": WindowTridentProcessor}
 
 
 def _stream_of(node: Node) -> str:
@@ -139,7 +143,7 @@ def _processors(
         if node.kind == "join":
             processor: Processor = JoinProcessor(node, [p.output_fields for p in node.parents])
         else:
-            kind = PROCESSORS.get(node.kind)
+            kind = _ALL_PROCESSORS.get(node.kind)
             if kind is None:
                 raise InvalidTopologyError(f"Trident: unknown operation {node.kind!r}")
             processor = kind(node, node.parents[0].output_fields)

@@ -34,6 +34,7 @@ _OPERATION_PARAM = {
     "flat_map": "fn",
     "peek": "fn",
     "state_query": "query",
+    "window": "aggregator",
 }
 _GROUPINGS = {"fields": "partition_by", "shuffle": "shuffle", "all": "broadcast"}
 _UNSAFE = re.compile(r"[^\w.+()-]")
@@ -55,7 +56,7 @@ def segment_label(nodes: Sequence[Node]) -> str:
     names = [n.name for n in nodes if n.name]
     if names:
         return _UNSAFE.sub("_", names[0]) or "_"
-    main = [n for n in nodes if n.kind not in _SECONDARY]
+    main = [n for n in nodes if n.kind not in _SECONDARY and not n.params.get("window_part")]
     if not main:
         main = sorted(nodes, key=lambda n: _SECONDARY.index(n.kind))[:1]
     operations = [describe_operation(n) for n in main]

@@ -84,6 +84,11 @@ class BatchRun:
 class Processor:
     """Base: pass-through (repartition and merge points)."""
 
+    #: Whether the processor keeps data across batches in its task's memory (a window):
+    #: an engine must then run every batch of the task in one process (on Spark, the
+    #: driver).
+    spans_batches = False
+
     def __init__(self, node: Node, input_fields: Fields) -> None:
         self.node = node
         self.input_fields = input_fields

@@ -36,6 +36,13 @@ from squall.trident.spouts import (
     OpaquePartitionedTridentSpout,
     PartitionedTridentSpout,
 )
+from squall.trident.windowing.operation import (
+    add_window,
+    sliding_config,
+    tumbling_config,
+    window_args,
+)
+from squall.windowing.spec import Count, Duration
 
 FieldsLike = Fields | Iterable[str] | str
 PARTIAL_FIELD = "$partial"
@@ -335,6 +342,54 @@ class Stream:
         return self._add(
             "state_query", merged, inputs=inputs, query=query, outputs=outputs, state=state
         )
+
+    # -- windowing (squall.trident.windowing) -------------------------------------------
+
+    def tumbling_window(
+        self,
+        window: int | Count | Duration,
+        window_store_factory: Any,
+        input_fields: FieldsLike,
+        aggregator: Any,
+        function_fields: FieldsLike,
+    ) -> Stream:
+        """The results of ``aggregator`` over tumbling windows of ``window`` tuples (an
+        int or ``Count``) or of a ``Duration`` of processing time (the task's clock);
+        the stream's fields: ``function_fields``. See :meth:`window`."""
+        config = tumbling_config(window)
+        return add_window(
+            self, config, window_store_factory, input_fields, aggregator, function_fields, True
+        )
+
+    def sliding_window(
+        self,
+        window: int | Count | Duration,
+        sliding: int | Count | Duration,
+        window_store_factory: Any,
+        input_fields: FieldsLike,
+        aggregator: Any,
+        function_fields: FieldsLike,
+    ) -> Stream:
+        """The results of ``aggregator`` over windows of the last ``window`` tuples every
+        ``sliding`` tuples, or (two ``Duration``s) of the last ``window`` of processing
+        time every ``sliding``. See :meth:`window`."""
+        config = sliding_config(window, sliding)
+        return add_window(
+            self, config, window_store_factory, input_fields, aggregator, function_fields, True
+        )
+
+    def window(self, window_config: Any, *args: Any) -> Stream:
+        """``window(window_config, [window_store_factory,] input_fields, aggregator,
+        function_fields)``: one result (the aggregator's rows, ``function_fields``) per
+        window, emitted in the batch in which the window fires. Count windows count
+        tuples across batches; duration windows fire on the task's clock, checked as
+        batches finish. Each task of the segment windows its own tuples. Without a
+        store factory the tuples are kept in the task's memory only (results in an
+        :class:`~squall.trident.windowing.InMemoryWindowsStoreFactory`'s store); with
+        one they are kept in its store too (a durable store's windows survive a
+        restart)."""
+        factory, inputs, aggregator, functions, store_tuples = window_args(args)
+        return add_window(self, window_config, factory, inputs, aggregator, functions, store_tuples)
 
     # -- naming and parallelism --------------------------------------------------------
 

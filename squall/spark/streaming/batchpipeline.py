@@ -36,14 +36,17 @@ if TYPE_CHECKING:
 def runs_on_driver(segment: SegmentPlan) -> bool:
     """Whether ``segment``'s stage runs on the driver: a transactional topology's
     committer batch bolts (they may hold in-process objects: they are not pickled), the
-    return step of a DRPC stream (the driver holds the DRPC connection) and a segment
-    using a state executors cannot reach (see :func:`executors_reach`). Every other
-    stage runs on executors, state updates included: each partition task updates its
-    own keys, batches one at a time in txid order."""
+    return step of a DRPC stream (the driver holds the DRPC connection), a segment
+    keeping data across batches in its tasks' memory (a Trident window:
+    ``Processor.spans_batches``) and a segment using a state executors cannot reach
+    (see :func:`executors_reach`). Every other stage runs on executors, state updates
+    included: each partition task updates its own keys, batches one at a time in txid
+    order."""
     if not isinstance(segment.segment, TridentSegment):
         return segment.committer
     return any(
         isinstance(p, DRPCReturnProcessor)
+        or p.spans_batches
         or (isinstance(p, StateProcessor) and not executors_reach(p.factory))
         for p in segment.segment.processors
     )
