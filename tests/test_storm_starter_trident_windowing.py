@@ -73,14 +73,7 @@ def test_sliding_count_windows_of_the_example(engine: Engine) -> None:
 
 @pytest.mark.parametrize(
     "engine",
-    on_engines(
-        spark=[()],
-        xfail={
-            "local": "parallelism hint on a non-partitioned spout",
-            "process": "parallelism hint on a non-partitioned spout",
-            "spark": "parallelism hint on a non-partitioned spout",
-        },
-    ),
+    on_engines(spark=[()]),
     indirect=True,
 )
 def test_the_example_as_storm_writes_it(engine: Engine) -> None:
