@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 METRICS_STREAM = "__metrics"
 #: The prefix of the metrics consumers' component ids (``__metrics_<ClassName>``).
 METRICS_COMPONENT_PREFIX = "__metrics_"
+#: Storm's stream of the system ticks that end metrics buckets
+#: (``Constants.METRICS_TICK_STREAM_ID``): the Spark engine wakes bolt tasks with it.
+METRICS_TICK_STREAM = "__metrics_tick"
 
 logger = logging.getLogger("squall.metrics")
 
@@ -375,6 +378,7 @@ class MetricRegistry:
 __all__ = [
     "METRICS_COMPONENT_PREFIX",
     "METRICS_STREAM",
+    "METRICS_TICK_STREAM",
     "AssignableMetric",
     "CombinedMetric",
     "CountMetric",

@@ -109,6 +109,61 @@ def consumer_registrations(conf: dict[str, Any]) -> list[ConsumerRegistration]:
     return registrations
 
 
+class _Handler:
+    """A consumer and the thread that hands it the data points, in arrival order.
+
+    Not part of a snapshot of its bolt (it pickles to None): a bolt restored from one
+    starts a new handler (see :meth:`MetricsConsumerBolt.execute`).
+    """
+
+    def __init__(
+        self, consumer: IMetricsConsumer, collector: OutputCollector, name: str, retained: int
+    ) -> None:
+        self.consumer = consumer
+        self.collector = collector
+        self.waiting: deque[tuple[Any, Any]] = deque(maxlen=retained)
+        self.wake = threading.Condition()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._handle, name=name, daemon=True)
+        self.thread.start()
+
+    def put(self, task_info: Any, data_points: Any) -> None:
+        """Queue one bucket (the oldest is dropped when :data:`MAX_RETAINED` wait)."""
+        with self.wake:
+            self.waiting.append((task_info, data_points))
+            self.wake.notify()
+
+    def _handle(self) -> None:
+        while True:
+            with self.wake:
+                while not self.waiting and not self.stopping:
+                    self.wake.wait()
+                if not self.waiting:
+                    return
+                task_info, data_points = self.waiting.popleft()
+            try:
+                self.consumer.handle_data_points(task_info, data_points)
+            except Exception as exc:
+                self.collector.report_error(exc)
+
+    def stop(self) -> None:
+        """Let the thread hand over what waits (up to :data:`CLEANUP_WAIT_SECS`), then
+        call the consumer's ``cleanup``."""
+        with self.wake:
+            self.stopping = True
+            self.wake.notify()
+        self.thread.join(CLEANUP_WAIT_SECS)
+        self.consumer.cleanup()
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _no_handler, ()
+
+
+def _no_handler() -> None:
+    """What a pickled :class:`_Handler` becomes."""
+    return None
+
+
 class MetricsConsumerBolt(Bolt):
     """The system bolt of one registered consumer: queues each ``__metrics`` tuple
     (``[TaskInfo, [DataPoint, ...]]``) for its consumer's thread and acks it.
@@ -128,51 +183,28 @@ class MetricsConsumerBolt(Bolt):
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
+        self._conf = conf
+        self._context = context
+        self._collector = collector
+        self._handler: _Handler | None = self._start()
+
+    def _start(self) -> _Handler:
         factory = self.consumer_factory
         consumer = factory() if isinstance(factory, type) else copy.deepcopy(factory)
-        consumer.prepare(conf, self.argument, context, collector)
-        self._consumer: IMetricsConsumer = consumer
-        self._collector = collector
-        self._waiting: deque[tuple[Any, Any]] = deque(maxlen=self.max_retained)
-        self._wake = threading.Condition()
-        self._stopping = False
-        self._thread = threading.Thread(
-            target=self._handle,
-            name=f"squall-metrics-{context.component_id}-{context.task_id}",
-            daemon=True,
-        )
-        self._thread.start()
+        consumer.prepare(self._conf, self.argument, self._context, self._collector)
+        name = f"squall-metrics-{self._context.component_id}-{self._context.task_id}"
+        return _Handler(consumer, self._collector, name, self.max_retained)
 
     def execute(self, tup: Tuple) -> None:
-        with self._wake:
-            self._waiting.append((tup.values[0], tup.values[1]))
-            self._wake.notify()
+        if self._handler is None:  # restored from a snapshot (the Spark engine)
+            self._handler = self._start()
+        self._handler.put(tup.values[0], tup.values[1])
         self._collector.ack(tup)
 
-    def _handle(self) -> None:
-        """The consumer's thread: data points in arrival order, until stopped with
-        nothing waiting."""
-        while True:
-            with self._wake:
-                while not self._waiting and not self._stopping:
-                    self._wake.wait()
-                if not self._waiting:
-                    return
-                task_info, data_points = self._waiting.popleft()
-            try:
-                self._consumer.handle_data_points(task_info, data_points)
-            except Exception as exc:
-                self._collector.report_error(exc)
-
     def cleanup(self) -> None:
-        thread = getattr(self, "_thread", None)
-        if thread is None:
-            return
-        with self._wake:
-            self._stopping = True
-            self._wake.notify()
-        thread.join(CLEANUP_WAIT_SECS)
-        self._consumer.cleanup()
+        handler = getattr(self, "_handler", None)
+        if handler is not None:
+            handler.stop()
 
 
 __all__ = [
