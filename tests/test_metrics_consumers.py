@@ -227,6 +227,8 @@ class EveryMetricBolt(BasicBolt):
         self.longest = context.register_metric("longest", CombinedMetric(Longest()), 1)
         self.last = context.register_metric("last", AssignableMetric(), 1)
         assert context.get_registered_metric_by_name("last") is self.last
+        self.executed = 0
+        context.register_metric("executed", lambda: self.executed, 1)  # Storm's lambda form
 
     def execute(self, tup, collector) -> None:
         word = tup["word"]
@@ -234,6 +236,7 @@ class EveryMetricBolt(BasicBolt):
         self.mean_length.update(len(word))
         self.longest.update(word)
         self.last.set_value(word)
+        self.executed += 1
 
 
 class Longest(ICombiner):
@@ -262,6 +265,7 @@ def test_every_metric_kind_reports_its_value(
         DataPoint("mean_length", sum(len(w) for w in WORDS) / len(WORDS)),
         DataPoint("longest", "storm"),
         DataPoint("last", "sql"),
+        DataPoint("executed", 10),
     ]  # fmt: skip
     clock.advance_secs(1)
     wait_for(lambda: len(record.get("points")) == 2)
@@ -272,6 +276,7 @@ def test_every_metric_kind_reports_its_value(
                                             "redis", "sql"], 0)),
         DataPoint("longest", ""),
         DataPoint("last", "sql"),
+        DataPoint("executed", 10),
     ]  # fmt: skip
     manual_cluster.kill_topology("every")
 
@@ -370,7 +375,11 @@ class Registers(BasicBolt):
             "the same metric name '__ack-count' was registered twice",
         ),
         ([("n", CountMetric(), 0)], "metric 'n' has time bucket 0: it must be a number of"),
-        ([("n", 5, 10)], "metric 'n' must be an IMetric (with get_value_and_reset), not int"),
+        (
+            [("n", 5, 10)],
+            "metric 'n' must be an IMetric (with get_value_and_reset) or a function of no "
+            "arguments, not int",
+        ),
     ],
 )
 def test_bad_registrations_fail_the_submission(

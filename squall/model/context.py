@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from squall.model.hooks import CarriesCoordinationStore
-from squall.model.metrics import IMetric, M, MetricRegistry
+from squall.model.metrics import M, MetricRegistry
 
 if TYPE_CHECKING:
     from squall.model.clock import Clock
@@ -70,7 +70,8 @@ class TopologyContext(CarriesCoordinationStore, ABC):
         return self.task_index
 
     def register_metric(self, name: str, metric: M, time_bucket_size_in_secs: float) -> M:
-        """Register ``metric`` as ``name``: at the end of every
+        """Register ``metric`` (an ``IMetric``, or a function of no arguments whose
+        result is the value) as ``name``: at the end of every
         ``time_bucket_size_in_secs`` seconds (on the topology's clock) the engine reads
         it (``get_value_and_reset``) on this task's thread and sends its value, unless
         None, to the topology's metrics consumers. Call it from ``open``/``prepare``.
@@ -81,12 +82,12 @@ class TopologyContext(CarriesCoordinationStore, ABC):
         Raises:
             SquallError: called after ``open``/``prepare`` returned, or ``name`` is
                 registered already in this task.
-            TypeError: ``metric`` is not an ``IMetric``.
+            TypeError: ``metric`` is neither an ``IMetric`` nor a function.
             ValueError: the bucket is not a number of seconds above 0.
         """
         return self.metric_registry.register(name, metric, time_bucket_size_in_secs)
 
-    def get_registered_metric_by_name(self, name: str) -> IMetric | None:
+    def get_registered_metric_by_name(self, name: str) -> Any:
         """The metric this task registered as ``name``, or None."""
         return self.metric_registry.get(name)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -309,7 +309,7 @@ def format_data_points(task_info: TaskInfo, data_points: list[DataPoint]) -> Ite
         yield f"{header}{point.name:<23.23}\t{point.value}"
 
 
-M = TypeVar("M", bound=IMetric)
+M = TypeVar("M")
 
 
 class MetricRegistry:
@@ -333,7 +333,8 @@ class MetricRegistry:
         Raises:
             SquallError: registration is closed (``open``/``prepare`` returned), or
                 ``name`` is registered already in this task.
-            TypeError: ``metric`` is not an :class:`IMetric`.
+            TypeError: ``metric`` is neither an :class:`IMetric` nor a function of no
+                arguments (whose result is then the bucket's value).
             ValueError: the bucket is not a number of seconds above 0.
         """
         where = f"component {self.component_id!r} task {self.task_id}"
@@ -342,10 +343,15 @@ class MetricRegistry:
                 f"{where}: register_metric({name!r}) can only be called from within open() "
                 "or prepare()"
             )
-        if not isinstance(metric, IMetric):
+        stored: IMetric
+        if isinstance(metric, IMetric):
+            stored = metric
+        elif callable(metric):  # Storm's lambda form: registerMetric(name, () -> 0, 1)
+            stored = _CallableMetric(metric)
+        else:
             raise TypeError(
-                f"{where}: metric {name!r} must be an IMetric (with get_value_and_reset), "
-                f"not {type(metric).__name__}"
+                f"{where}: metric {name!r} must be an IMetric (with get_value_and_reset) "
+                f"or a function of no arguments, not {type(metric).__name__}"
             )
         bucket = time_bucket_size_in_secs
         if (
@@ -360,19 +366,30 @@ class MetricRegistry:
             )
         if any(name in metrics for metrics in self.buckets.values()):
             raise SquallError(f"{where}: the same metric name {name!r} was registered twice")
-        self.buckets.setdefault(bucket, {})[name] = metric
+        self.buckets.setdefault(bucket, {})[name] = stored
         return metric
 
     def close(self) -> None:
         """End registration (the engine calls it once ``open``/``prepare`` returned)."""
         self.closed = True
 
-    def get(self, name: str) -> IMetric | None:
-        """The metric registered as ``name``, or None."""
+    def get(self, name: str) -> Any:
+        """The metric registered as ``name`` (as it was given), or None."""
         for metrics in self.buckets.values():
             if name in metrics:
-                return metrics[name]
+                metric = metrics[name]
+                return metric.function if isinstance(metric, _CallableMetric) else metric
         return None
+
+
+class _CallableMetric(IMetric):
+    """A function registered as a metric: its result is the bucket's value."""
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+
+    def get_value_and_reset(self) -> Any:
+        return self.function()
 
 
 __all__ = [
