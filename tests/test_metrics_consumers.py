@@ -15,6 +15,7 @@ from squall import (
     BasicBolt,
     ComponentError,
     Config,
+    Fields,
     InvalidTopologyError,
     LocalCluster,
     ManualClock,
@@ -38,6 +39,7 @@ from squall.metric import (
 from squall.model.metrics import format_data_points
 from squall.testing import FixedTupleSpout
 from squall.testing.shared import SharedRecord
+from squall.trident.state import MemoryMapState
 from tests.conftest import Engine, on_engines
 
 WORDS = ["storm", "spark", "flink", "storm", "beam", "storm", "spark", "kafka", "redis", "sql"]
@@ -519,3 +521,19 @@ def test_custom_metric_on_every_engine(engine: Engine) -> None:
             sum(p.value for i, p in points if i.src_task_id == task)
             == (info.components["count"].task_stats[task]["executed"])
         )
+
+
+def test_spark_refuses_consumers_in_batch_topologies() -> None:
+    """Trident and transactional topologies on Spark run no metrics consumer: said at
+    submission (LocalCluster runs them)."""
+    from squall.spark.plan.batch import query_plans
+    from squall.trident import Count, FixedBatchSpout, TridentTopology
+
+    topology = TridentTopology()
+    spout = FixedBatchSpout(Fields("word"), 2, ["a"], ["b"])
+    topology.new_stream("words", spout).group_by(Fields("word")).persistent_aggregate(
+        MemoryMapState.factory(), Count(), Fields("count")
+    )
+    conf = consumer_conf(SharedRecord())
+    with pytest.raises(InvalidTopologyError, match="the Spark engine does not run metrics"):
+        query_plans(topology.build(), conf)
