@@ -30,6 +30,7 @@ from squall.model import (
 from squall.model.clock import Clock, ManualClock
 from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.model.context import TopologyContext
+from squall.model.metrics import CountMetric, IMetric, IMetricsConsumer, LoggingMetricsConsumer
 from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import ComponentStats, ErrorInfo, TopologyInfo
 from squall.state import KeyValueState, StatefulBolt, StatefulWindowedBolt
@@ -48,16 +49,20 @@ __all__ = [
     "Config",
     "ConfigWarning",
     "Count",
+    "CountMetric",
     "CustomStreamGrouping",
     "Duration",
     "ErrorInfo",
     "FailedException",
     "Fields",
     "GlobalStreamId",
+    "IMetric",
+    "IMetricsConsumer",
     "InvalidTopologyError",
     "JoinBolt",
     "KeyValueState",
     "LocalCluster",
+    "LoggingMetricsConsumer",
     "ManualClock",
     "OutputCollector",
     "OutputFieldsDeclarer",

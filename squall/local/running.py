@@ -39,6 +39,7 @@ from squall.runtime.context import TaskContext
 from squall.runtime.engine_figures import LocalFigures
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.routing import build_routes
+from squall.runtime.task_metrics import TaskMetrics, has_metrics_consumers
 from squall.runtime.tasks import BoltRunner, SpoutRunner, TaskRunner
 from squall.state.wiring import spout_checkpointing
 
@@ -140,6 +141,7 @@ class RunningTopology(SubmittedTopology):
         ]
         throttle = float(conf[Config.TOPOLOGY_ERROR_THROTTLE_INTERVAL_SECS])
         max_errors = int(conf[Config.TOPOLOGY_MAX_ERROR_REPORT_PER_INTERVAL])
+        metrics = has_metrics_consumers(conf)
         for spec in self.topology:
             task_conf = component_config(conf, spec.conf)
             debug = bool(task_conf.get(Config.TOPOLOGY_DEBUG))
@@ -190,6 +192,8 @@ class RunningTopology(SubmittedTopology):
                 if not spec.system:
                     observer = self._observer(spec.component_id, emit_listener, debug)
                     runner.collector.set_observer(observer)
+                    if metrics:
+                        runner.metrics = TaskMetrics(context, stats, spec.is_spout, conf)
                 self.runners[task_id] = runner
 
     def _observer(

@@ -21,6 +21,7 @@ from squall.model.clock import Clock
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
 from squall.runtime.collectors import AckBuffer
+from squall.runtime.task_metrics import MetricsSchedule, due_buckets, metrics_schedules
 from squall.runtime.tasks import TaskRunner
 
 SPIN_ROUNDS = 16
@@ -90,6 +91,8 @@ class Worker:
         self.exchange = exchange
         self._commands: deque[_Command] = deque()
         self._started: list[TaskRunner] = []
+        #: The time buckets of the tasks' metrics (when the topology has consumers).
+        self._metrics: list[MetricsSchedule] = []
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     @property
@@ -144,6 +147,8 @@ class Worker:
                 self._started = list(self.runners)
             else:
                 self._start_tasks()
+            # Buckets end every period from now (after a rebalance: from the move).
+            self._metrics = metrics_schedules(self._started, self.clock.now_ms())
             self.ready.set()
             self._go.wait()
             if self._proceed and not self._stop_requested and self.start_error is None:
@@ -192,6 +197,10 @@ class Worker:
             now = clock.now_ms()
             if self.ticks:
                 self._deliver_ticks(now)
+            if self._metrics:
+                for schedule in due_buckets(self._metrics, now):
+                    for runner in schedule.tasks:
+                        runner.metrics_tick(schedule.bucket_secs)
             done = 0
             for runner, limit in pairs:
                 done += runner.run_batch(limit, now)

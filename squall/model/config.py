@@ -50,6 +50,12 @@ class Config(dict[str, Any]):
     #: Storm), ``"thread"`` (a thread of the submitting process), or ``"auto"``:
     #: processes when ``topology.workers`` > 1 on the system clock, else a thread.
     TOPOLOGY_WORKER_KIND = "topology.worker.kind"
+    #: The metrics consumers: a list of ``{"class", "argument", "parallelism.hint"}``
+    #: dicts (see :meth:`register_metrics_consumer`).
+    TOPOLOGY_METRICS_CONSUMER_REGISTER = "topology.metrics.consumer.register"
+    #: Seconds between two sends of the built-in metrics (``__ack-count``...) to the
+    #: metrics consumers (default 60).
+    TOPOLOGY_BUILTIN_METRICS_BUCKET_SIZE_SECS = "topology.builtin.metrics.bucket.size.secs"
 
     def set_num_workers(self, workers: int) -> Config:
         """Number of workers the topology runs in (``topology.workers``)."""
@@ -60,6 +66,26 @@ class Config(dict[str, Any]):
         """Run the local engine's workers as ``"process"``es, ``"thread"``s, or choose
         (``"auto"``, the default; see ``topology.worker.kind``)."""
         self[self.TOPOLOGY_WORKER_KIND] = kind
+        return self
+
+    def register_metrics_consumer(
+        self, klass: Any, argument: Any = None, parallelism_hint: int = 1
+    ) -> Config:
+        """Send every task's metrics to a consumer: ``klass`` is an
+        ``IMetricsConsumer`` class (an instance, or a dotted class path, work too).
+
+        The engine adds a bolt ``__metrics_<ClassName>`` (``#2``, ``#3``... for the
+        same class again) with ``parallelism_hint`` tasks; each makes its consumer and
+        calls ``prepare(conf, argument, context, error_reporter)``. As in Storm, it may
+        be called on the class with a configuration dict:
+        ``Config.register_metrics_consumer(conf, LoggingMetricsConsumer)``. Appends to
+        the ``topology.metrics.consumer.register`` list.
+        """
+        registered = list(self.get(Config.TOPOLOGY_METRICS_CONSUMER_REGISTER) or [])
+        registered.append(
+            {"class": klass, "argument": argument, "parallelism.hint": parallelism_hint}
+        )
+        self[Config.TOPOLOGY_METRICS_CONSUMER_REGISTER] = registered
         return self
 
     def set_num_ackers(self, ackers: int) -> Config:
@@ -184,7 +210,6 @@ STORM_KEYS: frozenset[str] = frozenset(
         "topology.backpressure.enable",
         "topology.batch.flush.interval.millis",
         "topology.bolt.wait.strategy",
-        "topology.builtin.metrics.bucket.size.secs",
         "topology.classpath",
         "topology.component.cpu.pcore.percent",
         "topology.component.resources.offheap.memory.mb",
@@ -199,7 +224,6 @@ STORM_KEYS: frozenset[str] = frozenset(
         "topology.kryo.decorators",
         "topology.kryo.factory",
         "topology.kryo.register",
-        "topology.metrics.consumer.register",
         "topology.multilang.serializer",
         "topology.priority",
         "topology.producer.batch.size",

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from squall.model.hooks import CarriesCoordinationStore
+from squall.model.metrics import M, MetricRegistry
 
 if TYPE_CHECKING:
     from squall.model.clock import Clock
@@ -34,6 +35,7 @@ class TopologyContext(CarriesCoordinationStore, ABC):
             time.
         coordination_store: the engine's store for transactional coordination (txids,
             spout metadata) when no ``topology.transactional.state.dir`` is configured.
+        metric_registry: the metrics this task registered (see :meth:`register_metric`).
     """
 
     task_id: int
@@ -43,6 +45,7 @@ class TopologyContext(CarriesCoordinationStore, ABC):
     conf: dict[str, Any]
     clock: Clock
     coordination_store: CoordinationStore | None
+    metric_registry: MetricRegistry
 
     @property
     def storm_id(self) -> str:
@@ -65,6 +68,28 @@ class TopologyContext(CarriesCoordinationStore, ABC):
     def get_this_task_index(self) -> int:
         """This task's position among its component's tasks (0-based)."""
         return self.task_index
+
+    def register_metric(self, name: str, metric: M, time_bucket_size_in_secs: float) -> M:
+        """Register ``metric`` (an ``IMetric``, or a function of no arguments whose
+        result is the value) as ``name``: at the end of every
+        ``time_bucket_size_in_secs`` seconds (on the topology's clock) the engine reads
+        it (``get_value_and_reset``) on this task's thread and sends its value, unless
+        None, to the topology's metrics consumers. Call it from ``open``/``prepare``.
+
+        Returns:
+            ``metric``.
+
+        Raises:
+            SquallError: called after ``open``/``prepare`` returned, or ``name`` is
+                registered already in this task.
+            TypeError: ``metric`` is neither an ``IMetric`` nor a function.
+            ValueError: the bucket is not a number of seconds above 0.
+        """
+        return self.metric_registry.register(name, metric, time_bucket_size_in_secs)
+
+    def get_registered_metric_by_name(self, name: str) -> Any:
+        """The metric this task registered as ``name``, or None."""
+        return self.metric_registry.get(name)
 
     @abstractmethod
     def get_component_id(self, task_id: int) -> str:

@@ -325,6 +325,17 @@ class _Emitter:
             Tuple([root], route.info, self._task_id)
         )
 
+    def emit_system(self, stream: str, values: Sequence[Any]) -> None:
+        """Emit ``values`` untracked on the system stream ``stream`` (such as
+        ``__metrics``), which user code may not emit on: for the engine, on the task's
+        thread. Counted in the stream's figures; not seen by the emit observer."""
+        route = self._all_routes[stream]
+        targets = route.choose(self._task_id, values)
+        route.emitted += 1
+        route.transferred += len(targets)
+        if targets:
+            self._send_untracked(route.info, self._task_id, targets, values)
+
     def report_error(self, error: BaseException | str) -> None:
         """Record an error in this component's metrics (with traceback) and the log."""
         self._stats.record_error(error)

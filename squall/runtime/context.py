@@ -12,6 +12,7 @@ from squall.model.context import TopologyContext
 from squall.model.coordination import CoordinationStore
 from squall.model.fields import Fields
 from squall.model.grouping import GlobalStreamId, Grouping
+from squall.model.metrics import MetricRegistry
 from squall.model.topology import StormTopology
 from squall.runtime.plan import TaskPlan
 
@@ -45,6 +46,8 @@ class TaskContext(TopologyContext):
         #: The engine's store for transactional coordination (txids, spout metadata)
         #: when no ``topology.transactional.state.dir`` is configured.
         self.coordination_store = coordination_store
+        #: The metrics this task registers (``register_metric``).
+        self.metric_registry = MetricRegistry(self.component_id, task_id)
 
     @property
     def worker(self) -> int:

@@ -6,6 +6,11 @@ all fields-grouped on the root id into the acker, which answers each spout task 
 direct streams. Every spout and bolt of the user's topology also gets Storm's system
 stream ``__system`` (fields ``["event"]``), which bolts may subscribe to; nothing is
 emitted on it.
+
+With metrics consumers registered (``topology.metrics.consumer.register``), every user
+component also declares Storm's ``__metrics`` stream, and each consumer gets a system
+bolt ``__metrics_<ClassName>`` subscribed to all of them with a shuffle grouping (see
+``squall.runtime.metrics_consumers``).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from typing import Any
 
 from squall.model.config import Config, component_config
 from squall.model.declarer import SYSTEM_STREAM, SYSTEM_STREAM_DECLARATION, StreamDeclaration
+from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.hooks import ValidatesSubmission, implements
+from squall.model.metrics import METRICS_STREAM
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
@@ -28,8 +35,12 @@ from squall.runtime.acker import (
     AckerBolt,
 )
 from squall.runtime.checkpointing import CHECKPOINT_STREAM
+from squall.runtime.metrics_consumers import MetricsConsumerBolt, consumer_registrations
+from squall.runtime.task_metrics import builtin_bucket_secs
 
 _ROOT_FIELDS = Fields("id")
+#: The fields of the ``__metrics`` stream.
+METRICS_FIELDS = Fields("task_info", "data_points")
 
 
 def acker_count(conf: dict[str, Any]) -> int:
@@ -47,6 +58,7 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
     components = {spec.component_id: spec.copy() for spec in topology}
     for spec in components.values():
         spec.streams[SYSTEM_STREAM] = SYSTEM_STREAM_DECLARATION
+    _add_metrics_consumers(components, conf)
     if ackers == 0:
         return _carrying_ir(StormTopology(components), topology)
     by_root = Grouping(GroupingKind.FIELDS, _ROOT_FIELDS)
@@ -96,6 +108,40 @@ def system_topology(topology: StormTopology, conf: dict[str, Any]) -> StormTopol
         system=True,
     )
     return _carrying_ir(StormTopology(components), topology)
+
+
+def _add_metrics_consumers(components: dict[str, ComponentSpec], conf: dict[str, Any]) -> None:
+    """Give every component the ``__metrics`` stream and add a consumer bolt per
+    registered consumer (nothing without registrations).
+
+    Raises:
+        InvalidTopologyError: a registration is not valid, or its component id is taken.
+    """
+    registrations = consumer_registrations(conf)
+    if not registrations:
+        return
+    builtin_bucket_secs(conf)  # checked at submission
+    shuffle = Grouping(GroupingKind.SHUFFLE)
+    sources = list(components)
+    for spec in components.values():
+        spec.streams[METRICS_STREAM] = StreamDeclaration(METRICS_STREAM, METRICS_FIELDS)
+    for registration in registrations:
+        if registration.component_id in components:
+            raise InvalidTopologyError(
+                f"metrics consumer {registration.component_id!r}: a component of the "
+                "topology has that id"
+            )
+        components[registration.component_id] = ComponentSpec(
+            registration.component_id,
+            MetricsConsumerBolt(registration.consumer, registration.argument),
+            "bolt",
+            registration.parallelism,
+            registration.parallelism,
+            {},
+            [Subscription(source, METRICS_STREAM, shuffle) for source in sources],
+            {},
+            system=True,
+        )
 
 
 def _carrying_ir(system: StormTopology, topology: StormTopology) -> StormTopology:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from squall.model.components import BasicBolt, Spout
 from squall.model.context import TopologyContext
 from squall.model.errors import FailedException, ReportedFailedException
+from squall.model.metrics import METRICS_STREAM
 from squall.model.tuple import Tuple
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
@@ -36,6 +37,7 @@ from squall.runtime.checkpointing import (
 )
 from squall.runtime.collectors import BasicBoltCollector, BoltCollector, SpoutCollector
 from squall.runtime.metrics import TaskStats
+from squall.runtime.task_metrics import TaskMetrics
 
 
 class TransferMeter(Protocol):
@@ -93,10 +95,31 @@ class TaskRunner(ABC):
         self.component_id = context.component_id
         #: Set by the engine: holds the task back while a queue it feeds is full.
         self.gate: OutputThrottle | None = None
+        #: Set by the engine before ``start`` when the topology has metrics consumers.
+        self.metrics: TaskMetrics | None = None
 
     @abstractmethod
     def start(self) -> None:
         """Call ``open``/``prepare``. Runs on the worker thread, once."""
+
+    def metrics_tick(self, bucket_secs: float) -> None:
+        """The time bucket ``bucket_secs`` ended: read the task's metrics of that bucket
+        and send their data points, with the :class:`TaskInfo`, on ``__metrics``
+        (nothing when no metric has a value). Runs on the task's thread."""
+        metrics = self.metrics
+        if metrics is None:
+            return
+        points = metrics.data_points(bucket_secs)
+        if not points:
+            return
+        try:
+            self._send_metrics([metrics.task_info(bucket_secs), points])
+        except Exception as exc:
+            self.stats.record_error(exc)
+
+    @abstractmethod
+    def _send_metrics(self, values: list[Any]) -> None:
+        """Emit ``values`` untracked on ``__metrics``."""
 
     @abstractmethod
     def stop(self) -> None:
@@ -138,6 +161,10 @@ class BoltRunner(TaskRunner):
             self.component.prepare(self.conf, self.context)
         else:
             self.component.prepare(self.conf, self.context, self.collector)
+        self.context.metric_registry.close()
+
+    def _send_metrics(self, values: list[Any]) -> None:
+        self.collector.emit_system(METRICS_STREAM, values)
 
     def stop(self) -> None:
         try:
@@ -296,8 +323,12 @@ class SpoutRunner(TaskRunner):
 
     def start(self) -> None:
         self.component.open(self.conf, self.context, self.collector)
+        self.context.metric_registry.close()
         if self.checkpointing is not None:
             self.checkpointing.start()
+
+    def _send_metrics(self, values: list[Any]) -> None:
+        self.collector.emit_system(METRICS_STREAM, values)
 
     def stop(self) -> None:
         try:

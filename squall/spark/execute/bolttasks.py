@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from squall.model.clock import SYSTEM_CLOCK
 from squall.model.hooks import BeginsBatch, ReportsMetrics, SettlesBatch, implements
+from squall.model.metrics import METRICS_TICK_STREAM
 from squall.model.tuple import SYSTEM_COMPONENT, TICK_STREAM, TICK_STREAM_INFO, Tuple
+from squall.runtime.task_metrics import due_buckets, metrics_schedules
 from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
@@ -91,6 +93,7 @@ class LiveBolt:
         collector = WireOutputCollector(parts.wiring, parts.outboxes)
         component = copy.deepcopy(spec.component)
         self.runner = BoltRunner(component, parts.context, parts.conf, collector, deque())
+        self.runner.metrics = parts.metrics
         try:
             self.runner.start()
         except Exception as exc:
@@ -104,6 +107,8 @@ class LiveBolt:
             "context": parts.context,
         }
         self.last_batch = None
+        #: When the task's metrics buckets end (its metrics' periods start now).
+        self.metrics_schedules = metrics_schedules([self.runner], SYSTEM_CLOCK.now_ms())
 
     def _ensure(self, batch_id: int) -> None:
         """Hold the state before ``batch_id``: the newest snapshot before it (or, with
@@ -136,11 +141,14 @@ class LiveBolt:
         self.store.write(batch_id, TaskSnapshot(component, routes))
         self.last_batch = batch_id
 
-    def run(self, batch_id: int, chunks: Iterable[list[Tuple]]) -> tuple[list[Packet], TaskReport]:
+    def run(
+        self, batch_id: int, chunks: Iterable[list[Tuple]], metrics_tick: bool = False
+    ) -> tuple[list[Packet], TaskReport]:
         """Execute the tuples of ``chunks`` (ticks first), chunk after chunk, as batch
         ``batch_id``; return the packets emitted and the task's report (ledger and
         metrics of this batch). A chunk is made as the one before has run, so a packet's
-        tuples are made and executed while they are in the processor's cache."""
+        tuples are made and executed while they are in the processor's cache. With
+        ``metrics_tick``, the metrics buckets that have ended are then sent."""
         self._ensure(batch_id)
         runner = self.runner
         stats = runner.stats
@@ -156,6 +164,9 @@ class LiveBolt:
             runner.run_batch(len(inbox), SYSTEM_CLOCK.now_ms())
         if implements(runner.component, SettlesBatch):
             runner.component.settle_batch()
+        if metrics_tick:
+            for schedule in due_buckets(self.metrics_schedules, SYSTEM_CLOCK.now_ms()):
+                runner.metrics_tick(schedule.bucket_secs)
         acks = LedgerPart.of(self.ack_buffer.acks)
         self.ack_buffer.acks.clear()
         self.ack_buffer.inits.clear()
@@ -242,6 +253,9 @@ def stage_function(
         produced: Reports = {}
         for target in sorted(by_task):
             entries = sorted(by_task[target], key=lambda p: p.stream != TICK_STREAM)
+            metrics_tick = any(packet.stream == METRICS_TICK_STREAM for packet in entries)
+            if metrics_tick:
+                entries = [p for p in entries if p.stream != METRICS_TICK_STREAM]
             chunks = (
                 unpack(
                     packet.tuples,
@@ -252,7 +266,9 @@ def stage_function(
                 )
                 for packet in entries
             )
-            emitted, report = live_bolt(setup, component_id, target).run(batch_id, chunks)
+            emitted, report = live_bolt(setup, component_id, target).run(
+                batch_id, chunks, metrics_tick
+            )
             packets.extend(emitted)
             produced[ReportKey(batch_id, attempt, component_id, target)] = report
         if produced:
@@ -260,6 +276,15 @@ def stage_function(
         return packets_to_arrow(packets, pa)
 
     return run
+
+
+def metrics_tick_packets(stage_index: int, tasks: int) -> list[Packet]:
+    """A packet for each task of a stage that wakes it to send the metrics buckets that
+    have ended (it holds no tuple)."""
+    return [
+        Packet(stage_index, task, SYSTEM_COMPONENT, METRICS_TICK_STREAM, NO_TASK, 0, b"")
+        for task in range(tasks)
+    ]
 
 
 def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]:
@@ -271,4 +296,4 @@ def tick_packets(stage_index: int, tasks: int, rate_secs: float) -> list[Packet]
     ]
 
 
-__all__ = ["LiveBolt", "stage_function", "tick_packets"]
+__all__ = ["LiveBolt", "metrics_tick_packets", "stage_function", "tick_packets"]

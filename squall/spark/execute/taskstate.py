@@ -21,6 +21,7 @@ from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute, build_routes
+from squall.runtime.task_metrics import TaskMetrics, has_metrics_consumers
 from squall.spark.control import storage
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.wire import Outboxes
@@ -87,6 +88,9 @@ class TaskParts:
     outboxes: Outboxes
     ack_buffer: AckBuffer
     wiring: TaskWiring
+    #: The task's metrics for the metrics consumers (None without consumers, and for
+    #: the consumers' own tasks): set on the runner before it starts.
+    metrics: TaskMetrics | None = None
 
 
 def wire_task(setup: CoreSetup, component_id: str, task_id: int) -> TaskParts:
@@ -107,4 +111,7 @@ def wire_task(setup: CoreSetup, component_id: str, task_id: int) -> TaskParts:
     acker_tasks = [LEDGER_TASK] if core.tracking else []
     ack_buffer = AckBuffer(outboxes, acker_tasks)
     wiring = TaskWiring(component_id, task_id, routes, outboxes, stats, acker_tasks, ack_buffer)
-    return TaskParts(conf, context, routes, stats, outboxes, ack_buffer, wiring)
+    metrics = None
+    if has_metrics_consumers(core.conf) and not spec.system:
+        metrics = TaskMetrics(context, stats, spec.is_spout, core.conf)
+    return TaskParts(conf, context, routes, stats, outboxes, ack_buffer, wiring, metrics)

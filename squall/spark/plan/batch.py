@@ -24,6 +24,7 @@ from squall.model.fields import Fields
 from squall.model.grouping import Grouping, GroupingKind
 from squall.model.hooks import ValidatesSubmission, implements
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
+from squall.runtime.task_metrics import has_metrics_consumers
 from squall.spark.plan.pickling import check_picklable
 from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.ir import TransactionalIR
@@ -172,8 +173,14 @@ def query_plans(
 
     Raises:
         InvalidTopologyError: the topology uses a feature the Spark engine does not run
-            (the message names it and suggests LocalCluster).
+            (metrics consumers among them; the message names it and suggests
+            LocalCluster).
     """
+    if has_metrics_consumers(dict(conf or {})):
+        raise _unsupported(
+            "metrics consumers (topology.metrics.consumer.register) of Trident or "
+            "transactional topologies"
+        )
     ir = topology.batch_ir
     layout = TaskLayout.of(topology, dict(conf or {}), name)
     if isinstance(ir, TransactionalIR):

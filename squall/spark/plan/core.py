@@ -15,10 +15,12 @@ from typing import Any
 from squall.model.config import Config, component_config, effective_config
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GroupingKind
+from squall.model.metrics import METRICS_COMPONENT_PREFIX
 from squall.model.topology import StormTopology
 from squall.model.tuple import StreamInfo
 from squall.runtime.plan import TaskPlan, build_plan
 from squall.runtime.system import acker_count, system_topology, validate_submission
+from squall.runtime.task_metrics import builtin_bucket_secs, has_metrics_consumers
 from squall.spark.plan.pickling import check_picklable
 from squall.state.micro_batches import with_micro_batch_state
 from squall.state.wiring import check_stateful
@@ -71,6 +73,10 @@ class CorePlan:
     locations: dict[int, tuple[int, int]] = field(default_factory=dict)
     infos: dict[tuple[str, str], StreamInfo] = field(default_factory=dict)
     tracking: bool = True
+    #: With metrics consumers: seconds between two idle micro-batches that let the
+    #: tasks send their metrics (``topology.builtin.metrics.bucket.size.secs``); None
+    #: without consumers.
+    metrics_secs: float | None = None
 
     def stage(self, component_id: str) -> BoltStagePlan:
         """The stage of bolt ``component_id``."""
@@ -88,9 +94,19 @@ class CorePlan:
         return max([1, *(stage.tasks for stage in self.readers(spout_id))])
 
     def min_tick_secs(self) -> float | None:
-        """The shortest tick period of any bolt (None if no bolt has ticks)."""
+        """The shortest tick period of any bolt, or between the micro-batches that let
+        tasks send their metrics (None if there is neither)."""
         periods = [s.tick_secs for s in self.stages if s.tick_secs]
+        if self.metrics_secs is not None:
+            periods.append(self.metrics_secs)
         return min(periods) if periods else None
+
+    def sends_metrics(self, stage: BoltStagePlan) -> bool:
+        """Whether the tasks of ``stage`` send metrics to the metrics consumers (the
+        topology has consumers, and ``stage`` is not one)."""
+        return self.metrics_secs is not None and not stage.component_id.startswith(
+            METRICS_COMPONENT_PREFIX
+        )
 
 
 def is_core(topology: StormTopology) -> bool:
@@ -141,12 +157,16 @@ def core_plan(name: str, topology: StormTopology, conf: dict[str, Any]) -> CoreP
             _tick_secs(system, component_id, conf),
         )
         for index, component_id in enumerate(
-            topology.topological_order(
-                sorted(topology.bolts),
-                upstream=topology.spouts,
-                ties="earliest",
-                include_control_streams=True,
-            )
+            [
+                *topology.topological_order(
+                    sorted(topology.bolts),
+                    upstream=topology.spouts,
+                    ties="earliest",
+                    include_control_streams=True,
+                ),
+                # The metrics consumers' bolts read every component: they run last.
+                *sorted(c for c in system.bolts if c.startswith(METRICS_COMPONENT_PREFIX)),
+            ]
         )
     ]
     locations = {
@@ -169,6 +189,7 @@ def core_plan(name: str, topology: StormTopology, conf: dict[str, Any]) -> CoreP
         locations,
         infos,
         acker_count(conf) > 0,
+        builtin_bucket_secs(conf) if has_metrics_consumers(conf) else None,
     )
 
 

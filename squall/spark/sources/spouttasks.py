@@ -20,6 +20,7 @@ from squall.model.clock import SYSTEM_CLOCK
 from squall.model.config import Config
 from squall.model.hooks import ReportsMetrics, implements
 from squall.runtime.metrics import summarize
+from squall.runtime.task_metrics import due_buckets, metrics_schedules
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory
 from squall.spark.execute.ledger import LedgerPart
@@ -64,6 +65,7 @@ class _SpoutTask:
             int(pending) if pending and core.tracking else None,
             None,  # trees complete or fail with their micro-batch: no timeouts
         )
+        self.runner.metrics = parts.metrics
         self.limit = int(conf.get(BATCH_MAX_TUPLES_KEY) or DEFAULT_BATCH_MAX_TUPLES)
         self.engine: Engine = {"collector": self.collector, "context": self.context}
 
@@ -115,6 +117,10 @@ class SpoutTasks:
                     f"spout {component_id!r} task {task.context.task_id}: open raised "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
+        #: When the tasks' metrics buckets end (their periods start now).
+        self.metrics_schedules = metrics_schedules(
+            [task.runner for task in self.tasks], SYSTEM_CLOCK.now_ms()
+        )
         last = log.last()
         if last is not None and last.core is not None:
             for task, snapshot in zip(self.tasks, last.core.snapshots, strict=True):
@@ -224,6 +230,9 @@ class SpoutTasks:
         trees' spout tasks (``roots``) and init values. Returns the emit count."""
         emitted = 0
         now = SYSTEM_CLOCK.now_ms()
+        for schedule in due_buckets(self.metrics_schedules, now):
+            for runner in schedule.tasks:
+                runner.metrics_tick(schedule.bucket_secs)
         for task in self.tasks:
             before = task.collector.emit_count
             task.runner.run_batch(task.limit, now)

@@ -28,7 +28,7 @@ from squall.runtime.metrics import ComponentStats, TaskStats, summarize
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.control.rundir import QueryDirectory
 from squall.spark.control.taskcache import LIVE_RUNS
-from squall.spark.execute.bolttasks import stage_function, tick_packets
+from squall.spark.execute.bolttasks import metrics_tick_packets, stage_function, tick_packets
 from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
 from squall.spark.execute.ledger import unfinished_trees
 from squall.spark.execute.packets import PACKET_SCHEMA
@@ -189,14 +189,14 @@ class CorePipeline:
         terminal: list[DataFrame] = []
         for stage in core.stages:
             rate = ticks.get(stage.component_id)
-            extra = []
-            if rate is not None:
-                packets = tick_packets(stage.index, stage.tasks, rate)
-                extra.append(self.spark.createDataFrame(packets, PACKET_SCHEMA))
+            packets = [] if rate is None else tick_packets(stage.index, stage.tasks, rate)
+            if core.sends_metrics(stage):  # every task sends the buckets that ended
+                packets.extend(metrics_tick_packets(stage.index, stage.tasks))
+            extra = [self.spark.createDataFrame(packets, PACKET_SCHEMA)] if packets else []
             inputs = frames.input_of(stage.index, self._producers(stage), extra)
             if inputs is None:
                 continue
-            if not self._aligned(stage, rate is not None, ranges):
+            if not self._aligned(stage, bool(packets), ranges):
                 inputs = inputs.repartitionById(stage.tasks, "target")
             function = stage_function(
                 self.run_key,
