@@ -6,15 +6,18 @@ deserializes a copy per task)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import pytest
 
-from squall import BasicBolt, Fields, InvalidTopologyError, LocalCluster, TopologyBuilder
+from squall import BasicBolt, Config, Fields, InvalidTopologyError, LocalCluster, TopologyBuilder
 from squall.model.lambdas import LambdaBiConsumerBolt, LambdaConsumerBolt, LambdaSpout
 from squall.model.topology import StormTopology
 from squall.testing import CapturingBolt, SharedRecord
 from tests.conftest import Engine, on_engine, on_engines
+from tests.helpers import wait_until
+from tests.starter_loading import load_starter
 
 # --- the builder ---------------------------------------------------------------------------
 
@@ -193,5 +196,46 @@ def test_lambda_components_run_with_a_copy_of_their_closure_per_task(engine: Eng
         run.wait_until(lambda: len(record.get("seen")) >= 6, engine.timeout)
         run.wait_idle()
         assert sorted(record.get("seen")) == expected
+        assert sorted(sink.values()) == expected
+        assert run.errors() == {}
+
+
+# --- storm-starter's LambdaTopology ------------------------------------------------------
+
+
+def test_lambda_topology_is_storm_starters_and_prints_each_tuple(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module = load_starter("lambda_topology")
+    topology = module.build_topology()
+    kinds = {spec.component_id: type(spec.component).__name__ for spec in topology}
+    assert kinds == {
+        "spout1": "LambdaSpout",
+        "bolt1": "LambdaBiConsumerBolt",
+        "bolt2": "LambdaConsumerBolt",
+    }
+    assert topology.get_component("bolt1").streams["default"].fields.to_list() == [
+        "strValue",
+        "intValue",
+    ]
+    assert (module.conf[Config.TOPOLOGY_DEBUG], module.conf[Config.TOPOLOGY_WORKERS]) == (True, 2)
+    ids = iter(["0a1b2c3d-4e5f"])
+    topology = module.create_builder(lambda: next(ids, None)).create_topology()
+    with LocalCluster() as cluster:
+        cluster.submit_topology("lambda-demo", {}, topology)
+        wait_until(lambda: "Hello lambda:0a1b2c3d:so cool!" in capsys.readouterr().out, 10)
+
+
+@pytest.mark.parametrize("engine", on_engines(), indirect=True)
+def test_lambda_topology_emits_prefixed_first_parts_with_the_tag(engine: Engine) -> None:
+    uuids = [str(uuid.UUID(int=n * 0x1234567890ABCDEF1234567890ABCDEF)) for n in range(1, 6)]
+    supplied = iter(uuids)
+    builder = load_starter("lambda_topology").create_builder(lambda: next(supplied, None))
+    sink = CapturingBolt()
+    builder.set_bolt("sink", sink).shuffle_grouping("bolt1")
+    expected = sorted([f"Hello lambda:{u.split('-')[0]}:so cool!", 999] for u in uuids)
+    with engine.running(builder.create_topology(), name="lambda-demo") as run:
+        run.wait_until(lambda: len(sink.values()) >= 5, engine.timeout)
+        run.wait_idle()
         assert sorted(sink.values()) == expected
         assert run.errors() == {}

@@ -3,12 +3,8 @@ ExclamationTopology (``examples/storm_starter/exclamation_topology.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,6 +13,7 @@ from squall import Config, LocalCluster, ManualClock, TopologyBuilder
 from squall.testing import CapturingBolt, TestWordSpout
 from tests.conftest import Engine, on_engines
 from tests.helpers import wait_until
+from tests.starter_loading import load_starter
 
 WORDS = ["nathan", "mike", "jackson", "golda", "bertels"]
 
@@ -78,21 +75,6 @@ def test_test_word_spout_stops_after_max_words_per_task() -> None:
 
 
 # --- storm-starter's ExclamationTopology ---------------------------------------------------
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_starter(name: str) -> ModuleType:
-    """Import ``examples/storm_starter/<name>.py`` as module ``storm_starter_<name>``."""
-    module_name = f"storm_starter_{name}"
-    if module_name not in sys.modules:
-        path = ROOT / "examples" / "storm_starter" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
 
 
 def test_exclamation_topology_is_storm_starters() -> None:
