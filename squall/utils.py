@@ -175,7 +175,9 @@ class TimeCacheMap(Generic[K, V]):
     expiries without other traffic calls ``size()`` on its tick tuples).
 
     The clock is the calling task's (see :class:`Time`), read when the map is made:
-    make it in ``open``/``prepare``. Thread-safe (one lock, as Storm's).
+    make it in ``open``/``prepare``. Thread-safe (one lock, as Storm's). It pickles and
+    copies (a Spark task's state snapshot) with its entries and schedule; the copy reads
+    the clock of the task that loads it.
 
     Args:
         expiration_secs: seconds after which an entry expires (> 0).
@@ -262,6 +264,20 @@ class TimeCacheMap(Generic[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return self.contains_key(key)  # type: ignore[arg-type]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a task's state snapshot, a copy) without its lock and clock: a copy
+        expires on the clock of the task that loads it, on the same schedule."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        state["_clock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clock = current_clock()
+        self._lock = threading.Lock()
 
     def cleanup(self) -> None:
         """Stop expiring entries (Storm's ``cleanup()`` stops its expiry thread): the

@@ -3,13 +3,15 @@ components read it (``context.current_time_millis()``, ``Time``) on each engine.
 
 from __future__ import annotations
 
+import copy
+import pickle
 import time
 from typing import Any
 
 import pytest
 
 from squall import BasicBolt, LocalCluster, ManualClock, TopologyBuilder
-from squall.model.clock import SYSTEM_CLOCK, current_clock
+from squall.model.clock import SYSTEM_CLOCK, current_clock, set_current_clock
 from squall.testing import CapturingBolt, FeederSpout
 from squall.utils import RotatingMap, Time, TimeCacheMap
 from tests.conftest import Engine, on_engines
@@ -95,6 +97,22 @@ def test_time_cache_map_catches_up_after_a_long_gap_and_stops_on_cleanup() -> No
     clock.advance(10_000)
     assert (cache.get("b"), expired) == (2, ["a"])
     assert cache.remove("b") == 2 and len(cache) == 0
+
+
+def test_time_cache_map_pickles_and_copies_with_entries_and_schedule() -> None:
+    clock = ManualClock()
+    cache: TimeCacheMap[str, int] = TimeCacheMap(2, clock=clock)
+    cache.put("a", 1)
+    clock.advance(2_999)
+    set_current_clock(clock)  # as the engine does on a task's thread
+    try:
+        copied = copy.deepcopy(cache)
+        restored = pickle.loads(pickle.dumps(cache))
+        assert (copied.get("a"), restored.get("a"), cache.get("a")) == (1, 1, 1)
+        clock.advance(1)  # 3000 ms: the third rotation expires "a" in each
+        assert (copied.size(), restored.size(), cache.size()) == (0, 0, 0)
+    finally:
+        set_current_clock(None)
 
 
 def test_time_cache_map_rejects_bad_arguments() -> None:
