@@ -122,6 +122,12 @@ def test_a_function_that_fits_no_kind_is_refused_naming_the_component(
     assert str(raised.value) == message
 
 
+def test_a_hint_that_is_no_integer_is_refused_as_before() -> None:
+    message = r"bolt 'bolt': parallelism hint must be an integer >= 1, got 2\.5"
+    with pytest.raises(InvalidTopologyError, match=message):
+        build(CapturingBolt(), 2.5)
+
+
 def test_a_class_given_instead_of_an_instance_is_still_refused_as_before() -> None:
     builder = TopologyBuilder()
     builder.set_spout("s", lambda: None)

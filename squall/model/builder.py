@@ -267,7 +267,8 @@ def _hint_and_fields(
     ``[hint] [field, ...]`` (fields as names, or one ``Fields`` or list of names)."""
     rest = list(arguments)
     hint = keyword_hint
-    if rest and isinstance(rest[0], int) and not isinstance(rest[0], bool):
+    if rest and not isinstance(rest[0], str | Fields | list | tuple):
+        # The hint (create_topology checks it is an integer >= 1).
         if keyword_hint is not None:
             raise InvalidTopologyError(
                 f"bolt {component_id!r}: the parallelism hint is given twice "
