@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.local.exchange import Exchange
-from squall.model.clock import Clock
+from squall.model.clock import Clock, set_current_clock
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
 from squall.runtime.collectors import AckBuffer
@@ -142,6 +142,8 @@ class Worker:
         return not any(runner.inbox for runner in self.runners)
 
     def _main(self) -> None:
+        # The tasks' code reads the topology's clock through squall.utils.Time.
+        set_current_clock(self.clock)
         try:
             if self._adopted:
                 self._started = list(self.runners)

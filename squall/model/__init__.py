@@ -22,6 +22,7 @@ from squall.model.errors import (
 )
 from squall.model.fields import Fields, Values
 from squall.model.grouping import CustomStreamGrouping, GlobalStreamId, Grouping, GroupingKind
+from squall.model.lambdas import LambdaBiConsumerBolt, LambdaConsumerBolt, LambdaSpout
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM, Tuple, is_tick_tuple
 
@@ -45,6 +46,9 @@ __all__ = [
     "Grouping",
     "GroupingKind",
     "InvalidTopologyError",
+    "LambdaBiConsumerBolt",
+    "LambdaConsumerBolt",
+    "LambdaSpout",
     "ManualClock",
     "OutputCollector",
     "OutputFieldsDeclarer",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from squall.model.components import BasicBolt, Bolt, Spout
@@ -12,6 +12,7 @@ from squall.model.errors import InvalidTopologyError
 from squall.model.fields import Fields, as_fields
 from squall.model.grouping import CustomStreamGrouping, Grouping, GroupingKind
 from squall.model.hooks import AdaptsToBolt, ChecksInputs, implements
+from squall.model.lambdas import is_function_component, lambda_bolt, lambda_spout
 from squall.model.topology import ComponentSpec, StormTopology, Subscription
 from squall.model.tuple import DEFAULT_STREAM
 
@@ -173,10 +174,21 @@ class TopologyBuilder:
     def set_spout(
         self,
         component_id: str,
-        spout: Spout,
+        spout: Spout | Callable[[], Any],
         parallelism_hint: int = 1,
     ) -> SpoutDeclarer:
-        """Add a spout run by ``parallelism_hint`` executors."""
+        """Add a spout run by ``parallelism_hint`` executors.
+
+        ``spout`` is a ``Spout``, or a function taking no argument (Storm's lambda
+        spout, ``set_spout("s", lambda: next_value())``): each ``next_tuple`` emits what
+        it returns as a one-value tuple on field ``"lambda"``, unanchored, unless it
+        returns None (see :class:`~squall.model.lambdas.LambdaSpout`).
+
+        Raises:
+            InvalidTopologyError: a function that cannot be called with no argument.
+        """
+        if is_function_component(spout):
+            spout = lambda_spout(component_id, spout)
         spec = ComponentSpec(component_id, spout, "spout", parallelism_hint, parallelism_hint)
         self._declared.append(spec)
         return SpoutDeclarer(spec)
@@ -184,15 +196,39 @@ class TopologyBuilder:
     def set_bolt(
         self,
         component_id: str,
-        bolt: Bolt | BasicBolt | Any,
-        parallelism_hint: int = 1,
+        bolt: Bolt | BasicBolt | Callable[..., Any] | Any,
+        *hint_and_fields: int | str | Fields | Sequence[str],
+        parallelism_hint: int | None = None,
     ) -> BoltDeclarer:
         """Add a bolt run by ``parallelism_hint`` executors; subscribe it with groupings.
 
         ``bolt`` is a ``Bolt``, a ``BasicBolt``, or a ``WindowedBolt`` (any component
-        with a ``to_bolt()`` method that returns the bolt running it).
+        with a ``to_bolt()`` method that returns the bolt running it), followed by its
+        parallelism hint (positional or keyword; default 1).
+
+        Or a function, as Storm's lambda bolts: ``set_bolt("b", fn, "word", "count")``
+        with ``fn(tup, collector)`` is a basic bolt declaring those output fields
+        (emits anchored, the input acked when ``fn`` returns); ``set_bolt("b", fn)``
+        with ``fn(tup)`` a basic bolt emitting nothing. A parallelism hint goes before
+        the fields: ``set_bolt("b", fn, 2, "word")``, or ``parallelism_hint=2``. The two
+        kinds are told apart by the function's signature (see
+        :func:`~squall.model.lambdas.lambda_bolt`).
+
+        Raises:
+            InvalidTopologyError: naming the bolt: output fields given with a component
+                (which declares its own), a function that fits neither kind, or
+                arguments in another order.
         """
-        spec = ComponentSpec(component_id, bolt, "bolt", parallelism_hint, parallelism_hint)
+        hint, fields = _hint_and_fields(component_id, hint_and_fields, parallelism_hint)
+        if is_function_component(bolt):
+            bolt = lambda_bolt(component_id, bolt, fields)
+        elif fields:
+            raise InvalidTopologyError(
+                f"bolt {component_id!r}: output fields {fields} are for a function given "
+                f"as a bolt; {type(bolt).__name__} declares its own outputs "
+                f"(declare_output_fields)"
+            )
+        spec = ComponentSpec(component_id, bolt, "bolt", hint, hint)
         self._declared.append(spec)
         return BoltDeclarer(spec)
 
@@ -240,6 +276,40 @@ def _check_input_fields(
         bolt.check_inputs(inputs)
     except (InvalidTopologyError, ValueError) as exc:
         raise InvalidTopologyError(f"bolt {spec.component_id!r}: {exc}") from None
+
+
+def _hint_and_fields(
+    component_id: str,
+    arguments: tuple[Any, ...],
+    keyword_hint: int | None,
+) -> tuple[int, list[str]]:
+    """``set_bolt``'s parallelism hint and output fields from what follows the bolt:
+    ``[hint] [field, ...]`` (fields as names, or one ``Fields`` or list of names)."""
+    rest = list(arguments)
+    hint = keyword_hint
+    if rest and not isinstance(rest[0], str | Fields | list | tuple):
+        # The hint (create_topology checks it is an integer >= 1).
+        if keyword_hint is not None:
+            raise InvalidTopologyError(
+                f"bolt {component_id!r}: the parallelism hint is given twice "
+                f"({rest[0]!r} and parallelism_hint={keyword_hint!r})"
+            )
+        hint = rest.pop(0)
+    fields: list[str] = []
+    for argument in rest:
+        if isinstance(argument, str):
+            fields.append(argument)
+        elif isinstance(argument, Fields) or (
+            isinstance(argument, list | tuple) and all(isinstance(n, str) for n in argument)
+        ):
+            fields.extend(argument)
+        else:
+            raise InvalidTopologyError(
+                f"bolt {component_id!r}: set_bolt takes (id, bolt, parallelism_hint) or "
+                f"(id, function, [parallelism_hint,] *output_fields); got {argument!r} "
+                f"where a field name belongs"
+            )
+    return (1 if hint is None else hint), fields
 
 
 def _check_identity(spec: ComponentSpec, seen: dict[str, ComponentSpec]) -> None:

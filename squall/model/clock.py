@@ -13,6 +13,18 @@ class Clock:
         """Milliseconds since an arbitrary fixed origin."""
         return time.monotonic() * 1000.0
 
+    def current_time_millis(self) -> int:
+        """The time as Storm's ``Time.currentTimeMillis()`` reads it, in whole ms.
+
+        On the system clock (a clock that does not override :meth:`now_ms`) the
+        wall-clock time since the epoch, as Storm's real time; on a simulated clock (one
+        that does, such as :class:`ManualClock`) its own time, as Storm's simulated time.
+        Runs in the caller's thread.
+        """
+        if type(self).now_ms is Clock.now_ms:
+            return time.time_ns() // 1_000_000
+        return int(self.now_ms())
+
     def sleep_ms(self, ms: float, wake: threading.Event | None = None) -> bool:
         """Block the calling thread for ``ms`` milliseconds, or until ``wake`` is set.
 
@@ -60,3 +72,23 @@ class ManualClock(Clock):
 
 
 SYSTEM_CLOCK = Clock()
+
+_current = threading.local()
+
+
+def current_clock() -> Clock:
+    """The clock of the task running on this thread: the one its engine runs on.
+
+    The engines set it on the threads that run tasks (see :func:`set_current_clock`);
+    on any other thread, and on engines that run on the system clock, it is
+    :data:`SYSTEM_CLOCK`. Runs in the caller's thread.
+    """
+    clock: Clock | None = getattr(_current, "clock", None)
+    return SYSTEM_CLOCK if clock is None else clock
+
+
+def set_current_clock(clock: Clock | None) -> None:
+    """Make ``clock`` what :func:`current_clock` returns on this thread (None: the
+    system clock). Called by an engine on each thread that runs tasks, before it opens
+    them."""
+    _current.clock = clock

@@ -32,7 +32,7 @@ class TopologyContext(CarriesCoordinationStore, ABC):
         conf: the configuration the task runs with (the topology's, overridden by the
             component's).
         clock: the engine's time source (milliseconds): use it instead of reading the
-            time.
+            time (``squall.utils.Time`` reads the same clock).
         coordination_store: the engine's store for transactional coordination (txids,
             spout metadata) when no ``topology.transactional.state.dir`` is configured.
         metric_registry: the metrics this task registered (see :meth:`register_metric`).
@@ -56,6 +56,13 @@ class TopologyContext(CarriesCoordinationStore, ABC):
     @abstractmethod
     def worker(self) -> int:
         """Index of the worker hosting this task."""
+
+    def current_time_millis(self) -> int:
+        """The time of the topology's clock, as Storm's ``Time.currentTimeMillis()``:
+        the wall clock's (ms since the epoch) when the engine runs on the system clock,
+        the clock's own time when it runs on a simulated one (a ``ManualClock`` given to
+        ``LocalCluster``). For intervals and deadlines, ``clock.now_ms()`` (monotonic)."""
+        return self.clock.current_time_millis()
 
     def get_this_task_id(self) -> int:
         """This task's id."""

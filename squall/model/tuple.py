@@ -131,12 +131,134 @@ class Tuple:
         except KeyError as missing:
             raise self._unknown_field(missing.args[0]) from None
 
-    def get_string(self, position: int) -> str:
-        """The value at ``position``, which must be a ``str``."""
-        value = self.values[position]
-        if not isinstance(value, str):
-            raise TypeError(f"value {position} is {type(value).__name__}, not str")
-        return value
+    # --- Storm's typed getters (ITuple): each checks the value as Storm's cast would ---
+
+    def get_values(self) -> list[Any]:
+        """The tuple's values, in field order (a new list)."""
+        return list(self.values)
+
+    def get_fields(self) -> Fields:
+        """The field names of the stream this tuple was emitted on."""
+        return self.stream_info.fields
+
+    def size(self) -> int:
+        """The number of values."""
+        return len(self.values)
+
+    def get_source_component(self) -> str:
+        """Id of the component that emitted this tuple."""
+        return self.stream_info.component_id
+
+    def get_source_stream_id(self) -> str:
+        """Id of the stream this tuple was emitted on."""
+        return self.stream_info.stream_id
+
+    def get_source_task(self) -> int:
+        """Id of the task that emitted this tuple."""
+        return self.source_task
+
+    def get_source_global_stream_id(self) -> tuple[str, str]:
+        """``(source_component, source_stream)``."""
+        return (self.stream_info.component_id, self.stream_info.stream_id)
+
+    def get_string(self, position: int) -> str | None:
+        """The ``str`` at ``position`` (None stays None).
+
+        Raises:
+            TypeError: the value is not a ``str``; the message names the position, field
+                and type. The other typed getters check their types the same way.
+        """
+        return self._typed("get_string", position, position, _STR)
+
+    def get_string_by_field(self, name: str) -> str | None:
+        """The ``str`` of field ``name`` (None stays None)."""
+        return self._typed(f"get_string_by_field({name!r})", None, name, _STR)
+
+    def get_integer(self, position: int) -> int | None:
+        """The int at ``position``: not a bool, within a Java int's range."""
+        return self._typed("get_integer", position, position, _INT)
+
+    def get_integer_by_field(self, name: str) -> int | None:
+        """The int of field ``name`` (see :meth:`get_integer`)."""
+        return self._typed(f"get_integer_by_field({name!r})", None, name, _INT)
+
+    def get_long(self, position: int) -> int | None:
+        """The int at ``position``: not a bool, within a Java long's range."""
+        return self._typed("get_long", position, position, _LONG)
+
+    def get_long_by_field(self, name: str) -> int | None:
+        """The int of field ``name`` (see :meth:`get_long`)."""
+        return self._typed(f"get_long_by_field({name!r})", None, name, _LONG)
+
+    def get_short(self, position: int) -> int | None:
+        """The int at ``position``: not a bool, within a Java short's range."""
+        return self._typed("get_short", position, position, _SHORT)
+
+    def get_short_by_field(self, name: str) -> int | None:
+        """The int of field ``name`` (see :meth:`get_short`)."""
+        return self._typed(f"get_short_by_field({name!r})", None, name, _SHORT)
+
+    def get_byte(self, position: int) -> int | None:
+        """The int at ``position``: not a bool, within a Java byte's range."""
+        return self._typed("get_byte", position, position, _BYTE)
+
+    def get_byte_by_field(self, name: str) -> int | None:
+        """The int of field ``name`` (see :meth:`get_byte`)."""
+        return self._typed(f"get_byte_by_field({name!r})", None, name, _BYTE)
+
+    def get_double(self, position: int) -> float | None:
+        """The ``float`` at ``position`` (an int is not one, as Storm's cast to Double)."""
+        return self._typed("get_double", position, position, _FLOAT)
+
+    def get_double_by_field(self, name: str) -> float | None:
+        """The ``float`` of field ``name`` (see :meth:`get_double`)."""
+        return self._typed(f"get_double_by_field({name!r})", None, name, _FLOAT)
+
+    def get_float(self, position: int) -> float | None:
+        """The ``float`` at ``position`` (Python has one float type: as get_double)."""
+        return self._typed("get_float", position, position, _FLOAT)
+
+    def get_float_by_field(self, name: str) -> float | None:
+        """The ``float`` of field ``name`` (see :meth:`get_float`)."""
+        return self._typed(f"get_float_by_field({name!r})", None, name, _FLOAT)
+
+    def get_boolean(self, position: int) -> bool | None:
+        """The ``bool`` at ``position``."""
+        return self._typed("get_boolean", position, position, _BOOL)
+
+    def get_boolean_by_field(self, name: str) -> bool | None:
+        """The ``bool`` of field ``name``."""
+        return self._typed(f"get_boolean_by_field({name!r})", None, name, _BOOL)
+
+    def get_binary(self, position: int) -> bytes | bytearray | None:
+        """The ``bytes`` (or ``bytearray``) at ``position``."""
+        return self._typed("get_binary", position, position, _BINARY)
+
+    def get_binary_by_field(self, name: str) -> bytes | bytearray | None:
+        """The ``bytes`` (or ``bytearray``) of field ``name``."""
+        return self._typed(f"get_binary_by_field({name!r})", None, name, _BINARY)
+
+    def _typed(self, call: str, position: int | None, key: int | str, kind: _Kind) -> Any:
+        """The value at ``key`` (a position, or a field name when ``position`` is None),
+        checked against ``kind``; ``call`` names the getter in the error."""
+        if position is None:
+            position = self.field_index(key)  # type: ignore[arg-type]
+            value = self.values[position]
+        else:
+            value = self.values[position]
+            call = f"{call}({position})"
+        if value is None:
+            return None
+        problem = kind.problem(value)
+        if problem is None:
+            return value
+        names = self.stream_info.fields.to_list()
+        field = f" (field {names[position]!r})" if -len(names) <= position < len(names) else ""
+        info = self.stream_info
+        raise TypeError(
+            f"{call}: the value at position {position}{field} of the tuple from "
+            f"{info.component_id!r} on stream {info.stream_id!r} {problem}"
+        )
 
     def __len__(self) -> int:
         return len(self.values)
@@ -169,6 +291,45 @@ class Tuple:
             f"tuple from component {info.component_id!r} on stream {info.stream_id!r} "
             f"has no field {name!r}; its fields are {info.fields.to_list()}"
         )
+
+
+class _Kind:
+    """What a typed getter accepts: instances of ``types`` (never a bool unless
+    ``types`` is bool's), ints within ``bounds``."""
+
+    __slots__ = ("bounds", "java", "name", "types")
+
+    def __init__(
+        self,
+        name: str,
+        types: type | tuple[type, ...],
+        java: str = "",
+        bits: int = 0,
+    ) -> None:
+        self.name = name
+        self.types = types
+        self.java = java
+        self.bounds = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if bits else None
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not of this kind, or None if it is."""
+        if isinstance(value, self.types) and (self.types is bool or value.__class__ is not bool):
+            if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+                return f"is {value}, out of the range of a Java {self.java}"
+            return None
+        kind = type(value).__name__
+        article = "an" if kind[:1] in "aeiou" else "a"
+        return f"is {article} {kind} ({value!r:.60}), not {self.name}"
+
+
+_STR = _Kind("a str", str)
+_INT = _Kind("an int", int, "int", 32)
+_LONG = _Kind("an int", int, "long", 64)
+_SHORT = _Kind("an int", int, "short", 16)
+_BYTE = _Kind("an int", int, "byte", 8)
+_FLOAT = _Kind("a float", float)
+_BOOL = _Kind("a bool", bool)
+_BINARY = _Kind("bytes", (bytes, bytearray))
 
 
 TICK_STREAM_INFO = StreamInfo(SYSTEM_COMPONENT, TICK_STREAM, Fields("rate_secs"))

@@ -8,6 +8,7 @@ Runs where the topology is submitted, before anything starts.
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any
 
 import cloudpickle
@@ -29,6 +30,13 @@ def find_unpicklable(value: Any, path: str, depth: int = 0) -> str | None:
             children = [(f"{path}[{k!r}]", v) for k, v in value.items()]
         elif isinstance(value, list | tuple):
             children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, types.FunctionType):
+            # A function component's closure and defaults travel with it.
+            cells = zip(value.__code__.co_freevars, value.__closure__ or (), strict=False)
+            children = [(f"{path}[closure {name!r}]", _cell_value(cell)) for name, cell in cells]
+            children += [
+                (f"{path}[default {i}]", v) for i, v in enumerate(value.__defaults__ or ())
+            ]
         elif hasattr(value, "__dict__"):
             children = [(f"{path}.{k}", v) for k, v in vars(value).items()]
         for child_path, child in children:
@@ -36,6 +44,13 @@ def find_unpicklable(value: Any, path: str, depth: int = 0) -> str | None:
             if found:
                 return found
     return f"{path} ({type(value).__name__}; {reason})"
+
+
+def _cell_value(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def _made_in_memory(module: Any) -> bool:
@@ -112,10 +127,14 @@ def check_picklable(component: Any, component_id: str, destination: str) -> None
     """
     culprit = find_unpicklable(component, component_id)
     if culprit:
+        where = (
+            "inside the function, not in a variable it closes over"
+            if "[closure " in culprit or "[default " in culprit
+            else "in prepare/open instead of __init__"
+        )
         raise InvalidTopologyError(
             f"component {component_id!r} cannot be sent to {destination}: "
-            f"{culprit} cannot be pickled; create such resources in "
-            "prepare/open instead of __init__"
+            f"{culprit} cannot be pickled; create such resources {where}"
         )
 
 

@@ -1,12 +1,12 @@
-"""Public helpers for testing topologies: fixed and fed spouts, a capturing bolt, and
-``complete_topology`` (run until all input is processed, read what each component
-emitted)."""
+"""Public helpers for testing topologies: fixed, fed and random-word spouts, a capturing
+bolt, and ``complete_topology`` (run until all input is processed, read what each
+component emitted)."""
 
 from squall.model.clock import ManualClock
 from squall.testing.bolts import CapturingBolt, Received
 from squall.testing.complete import CompleteTopologyResult, complete_topology
 from squall.testing.shared import SharedRecord
-from squall.testing.spouts import FeederSpout, FixedTupleSpout
+from squall.testing.spouts import FeederSpout, FixedTupleSpout, TestWordSpout
 
 __all__ = [
     "CapturingBolt",
@@ -16,5 +16,6 @@ __all__ = [
     "ManualClock",
     "Received",
     "SharedRecord",
+    "TestWordSpout",
     "complete_topology",
 ]

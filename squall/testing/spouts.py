@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from squall.model.components import Spout
+from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.fields import Fields, as_fields
 from squall.model.hooks import Exhaustible
@@ -170,3 +172,74 @@ class FeederSpout(RecordingSpout, Exhaustible):
     def is_exhausted(self) -> bool:
         """Nothing queued and nothing in flight on this task."""
         return not self._in_flight and not self.record.queued()
+
+
+class TestWordSpout(Spout):
+    """Storm's ``TestWordSpout``: emits random words from ``WORDS`` (``"nathan"``,
+    ``"mike"``, ``"jackson"``, ``"golda"``, ``"bertels"``) on field ``"word"``,
+    unanchored (no msg id), one word per ``interval_ms`` of the topology's clock.
+
+    Storm's sleeps 100 ms before each word; this one returns from ``next_tuple`` without
+    emitting until the clock has moved ``interval_ms`` since its last word (the first
+    word ``interval_ms`` after ``open``), so on a ``ManualClock`` a task emits one word
+    each time the clock passes its next due time.
+
+    Args:
+        is_distributed: False caps the spout at one task
+            (``topology.max.task.parallelism`` 1 in its component configuration), as
+            Storm's ``TestWordSpout(false)``.
+        seed: makes runs reproducible: task ``i`` draws from ``random.Random(seed +
+            i)`` (None: unseeded, as Storm's).
+        interval_ms: the pacing (0: a word at every ``next_tuple``).
+        max_words: stop after this many words per task (None: never), for tests that
+            need a finite input.
+
+    Raises:
+        ValueError: a negative ``interval_ms`` or ``max_words``.
+    """
+
+    __test__ = False  # a spout, not a test class for pytest
+
+    WORDS = ("nathan", "mike", "jackson", "golda", "bertels")
+    outputs = ["word"]
+
+    def __init__(
+        self,
+        is_distributed: bool = True,
+        seed: int | None = None,
+        interval_ms: float = 100.0,
+        max_words: int | None = None,
+    ) -> None:
+        if interval_ms < 0:
+            raise ValueError(f"TestWordSpout: interval_ms must be >= 0, got {interval_ms!r}")
+        if max_words is not None and max_words < 0:
+            raise ValueError(f"TestWordSpout: max_words must be >= 0, got {max_words!r}")
+        self.is_distributed = is_distributed
+        self.seed = seed
+        self.interval_ms = interval_ms
+        self.max_words = max_words
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        if not self.is_distributed:
+            return {Config.TOPOLOGY_MAX_TASK_PARALLELISM: 1}
+        return None
+
+    def open(
+        self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
+    ) -> None:
+        self.collector = collector
+        self._clock = context.clock
+        self._random = random.Random(None if self.seed is None else self.seed + context.task_index)
+        self._due_ms = self._clock.now_ms() + self.interval_ms
+        self._emitted = 0
+
+    def next_tuple(self) -> None:
+        """Emit one word if its time has come. On the task's thread; never blocks."""
+        if self.max_words is not None and self._emitted >= self.max_words:
+            return
+        now = self._clock.now_ms()
+        if now < self._due_ms:
+            return
+        self._due_ms = now + self.interval_ms
+        self._emitted += 1
+        self.collector.emit([self._random.choice(self.WORDS)])
