@@ -48,6 +48,9 @@ class BatchEmits:
         """Emit ``values`` to task ``task_id`` on a direct stream."""
         self.emits.append(Emit(stream, list(values[1:]), task_id))
 
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Nothing: a micro-batch has no message timeout."""
+
     def report_error(self, error: BaseException | str) -> None:
         """Fail the batch with ``error`` (it is run again)."""
         if isinstance(error, BaseException):
