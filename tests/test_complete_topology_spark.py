@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from squall import InvalidTopologyError
-from squall.testing import complete_topology
+from squall import Config, InvalidTopologyError, KeyValueState, StatefulBolt, TopologyBuilder
+from squall.testing import FixedTupleSpout, complete_topology
 from squall.transactional import (
     BatchBolt,
     Committer,
@@ -103,3 +103,29 @@ def test_a_trident_topology_is_refused_on_spark(spark: Any, tmp_path: Path) -> N
     ):
         complete_topology(trident.build(), cluster=cluster)
     assert "runs core and transactional topologies, not Trident" in str(raised.value)
+
+
+class CountPerNumber(StatefulBolt):
+    """Counts each number in its state; emits ``[n, count]``."""
+
+    outputs = ["n", "count"]
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        count = self.state.get(tup["n"], 0) + 1
+        self.state.put(tup["n"], count)
+        self.collector.emit([tup["n"], count], tup)
+        self.collector.ack(tup)
+
+
+def test_a_stateful_topology_completes_on_local_cluster() -> None:
+    """The checkpoint spout the engine adds is not one of the topology's spouts."""
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", FixedTupleSpout([[1], [2], [1]], ["n"]))
+    builder.set_bolt("count", CountPerNumber()).shuffle_grouping("numbers")
+    result = complete_topology(
+        builder.create_topology(), conf={Config.TOPOLOGY_STATE_CHECKPOINT_INTERVAL: 20}
+    )
+    assert result.read_tuples("count") == [[1, 1], [2, 1], [1, 2]]

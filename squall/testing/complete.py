@@ -11,7 +11,6 @@ from typing import Any
 
 from squall.local.cluster import LocalCluster
 from squall.local.running import RunningTopology
-from squall.model.components import Spout
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import ComponentSpec, StormTopology
@@ -185,7 +184,9 @@ def complete_topology(
         runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
         running = runner.get_running(name)
         assert isinstance(running, RunningTopology)  # an emit listener runs on threads
-        spouts = [r.component for r in running.runners.values() if isinstance(r.component, Spout)]
+        # The user's spouts (the engine adds system spouts, e.g. a checkpoint spout).
+        user_spouts = set(topology.spouts)
+        spouts = [r.component for r in running.runners.values() if r.component_id in user_spouts]
         deadline = time.monotonic() + timeout_secs
         while True:
             if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):  # type: ignore[attr-defined]
@@ -194,7 +195,7 @@ def complete_topology(
                 waiting = sorted(
                     running.runners[t].component_id
                     for t in running.runners
-                    if isinstance(running.runners[t].component, Spout)
+                    if running.runners[t].component_id in user_spouts
                     and not running.runners[t].component.is_exhausted()
                 )
                 raise TimeoutError(
