@@ -189,7 +189,7 @@ def complete_topology(
         spouts = [r.component for r in running.runners.values() if r.component_id in user_spouts]
         deadline = time.monotonic() + timeout_secs
         while True:
-            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):  # type: ignore[attr-defined]
+            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):
                 break
             if time.monotonic() > deadline:
                 waiting = sorted(
