@@ -75,7 +75,7 @@ def run_then_replay(tmp_path: Path, message_ids: bool) -> list[list[Any]]:
         feed(first, range(1, 8))
         # Acks of a stateful bolt are released when the checkpoint after them commits:
         # tuple 1 left the windows with the second window, so its progress is saved.
-        wait_until(lambda: first.acked == [1], 10)
+        wait_until(lambda: first.acked == [1] and len(out.values()) == 2, 10)
         cluster.kill_topology(NAME)
     assert out.values() == [[[1, 2, 3], [1, 2, 3], [], 1], [[2, 3, 4, 5, 6], [4, 5, 6], [1], 2]]
     second, out = FeederSpout(["msgid", "v"]), CapturingBolt()
