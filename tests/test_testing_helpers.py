@@ -281,11 +281,12 @@ def test_capturing_bolt_instances_are_per_task(cluster: LocalCluster) -> None:
     assert len(first.by_task()) == 2
 
 
-def test_complete_topology_says_it_runs_on_local_cluster_only() -> None:
+def test_complete_topology_says_which_clusters_it_runs_on() -> None:
     class OtherCluster:
-        """Stands for a SparkCluster (any cluster that is not a LocalCluster)."""
+        """Any cluster that is neither a LocalCluster nor a SparkCluster."""
 
     builder = TopologyBuilder()
     builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
-    with pytest.raises(SquallError, match=r"runs on LocalCluster.*not on OtherCluster"):
+    expected = r"runs on LocalCluster or SparkCluster, not on OtherCluster"
+    with pytest.raises(SquallError, match=expected):
         complete_topology(builder.create_topology(), cluster=OtherCluster())  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ from squall.spark.control.shape import check_shape
 from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
+from squall.spark.execute.listener import EMIT_LISTENER_KEY, EmitListener
 from squall.spark.launch.javaerrors import python_failure
 from squall.spark.launch.pythonexec import is_local_master
 from squall.spark.launch.resources import Resources
@@ -36,6 +37,7 @@ from squall.spark.plan.core import core_plan, is_core
 from squall.spark.plan.pickling import pickle_user_code_by_value
 from squall.spark.sources.datasource import SpoutSource
 from squall.spark.streaming.queries import Query, start_batch_query, start_core_query
+from squall.transactional.ir import TransactionalIR
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -172,6 +174,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         topology: StormTopology,
         *,
         fresh: bool = False,
+        emit_listener: EmitListener | None = None,
     ) -> None:
         """Start ``topology`` as a streaming query named ``name``.
 
@@ -179,6 +182,12 @@ class SparkCluster(TopologyRegistry[_Running]):
         same components, classes, tasks, streams and groupings) wrote it; one another
         topology wrote is refused. ``fresh=True`` discards what the checkpoint holds
         for ``name`` first, so the topology starts afresh.
+
+        ``emit_listener``, if given, is called as ``emit_listener(component_id,
+        stream_id, task_id, values, targets)`` for every tuple a spout or bolt emits,
+        in the process where the emitting task runs (an executor's Python worker, the
+        driver, a source's process): it must be picklable, and it sees again the emits
+        of a micro-batch that is run again. Core and transactional topologies only.
 
         Raises:
             SquallError: a topology called ``name`` is running.
@@ -195,6 +204,13 @@ class SparkCluster(TopologyRegistry[_Running]):
             )
         conf = dict(conf or {})
         warn_unknown_keys(conf)
+        if emit_listener is not None:
+            if topology.batch_ir is not None and not isinstance(topology.batch_ir, TransactionalIR):
+                raise InvalidTopologyError(
+                    f"submit_topology({name!r}): an emit_listener sees the emits of core and "
+                    "transactional topologies on SparkCluster, not of Trident topologies"
+                )
+            conf[EMIT_LISTENER_KEY] = emit_listener
         with self._lock:
             self._claim(name)
         pickle_user_code_by_value(topology)
@@ -424,7 +440,9 @@ class SparkCluster(TopologyRegistry[_Running]):
 
     def get_topology_conf(self, name: str) -> dict[str, Any]:
         """The configuration ``name`` was submitted with (a copy)."""
-        return dict(self._get(name).conf)
+        conf = dict(self._get(name).conf)
+        conf.pop(EMIT_LISTENER_KEY, None)
+        return conf
 
     def shutdown(self) -> None:
         """Stop every topology; stop the SparkSession if this cluster started it, and

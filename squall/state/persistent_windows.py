@@ -89,6 +89,10 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
     and restores the windows around the executor's own checkpoint hooks, which hand
     them on to the bolt."""
 
+    #: ``with_max_events_in_memory``: the most tuples the windows may hold (None: no
+    #: bound); holding more reports an error, once per task.
+    max_events_in_memory: int | None = None
+
     # -- set-up -----------------------------------------------------------------------
 
     def __init__(self, bolt: WindowedBolt) -> None:
@@ -119,6 +123,7 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             f"windowed bolt {context.component_id!r} task {context.task_index} (windows)",
         )
         self._window_state_open = True
+        self._over_limit = False
         self._forget_entries()
 
     def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
@@ -157,6 +162,14 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
         self._seq_of[id(tup)] = seq
         self.manager.add(tup, ts)
         self.collector.ack(tup)
+        limit = self.max_events_in_memory
+        if limit is not None and len(self.manager) > limit and not self._over_limit:
+            self._over_limit = True
+            self.collector.report_error(
+                f"windowed bolt {self.component_id!r} holds {len(self.manager)} window "
+                f"tuples, more than with_max_events_in_memory({limit}): squall keeps a "
+                "persistent window's tuples in memory as well as in the state"
+            )
 
     def _activate(self, window: TupleWindow) -> None:
         tuples = window.get()

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from squall.model.errors import InvalidTopologyError
 from squall.state.bolt import StatefulBolt
 from squall.state.persistent_windows import PersistentWindows
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.executor import WindowedBoltExecutor
+from squall.windowing.spec import Count
 
 if TYPE_CHECKING:
     from squall.model.components import Bolt
@@ -32,6 +34,55 @@ class StatefulWindowedBolt(WindowedBolt):
     """
 
     _persistent = False
+    _message_id_field: str | None = None
+    _max_events_in_memory: int | None = None
+
+    def with_message_id_field(self, field: str) -> StatefulWindowedBolt:
+        """Name the input field holding each tuple's message id, an integer increasing
+        per source task and stream (Storm's ``withMessageIdField``): after a restart,
+        replayed tuples already out of every window are dropped and those a window
+        evaluated go back in the windows without firing them again (see
+        :mod:`squall.state.window_progress`). Persistent windows restore their
+        contents from the state and do not need it.
+
+        Raises:
+            InvalidTopologyError: ``field`` is not a non-empty string.
+        """
+        if not isinstance(field, str) or not field:
+            raise InvalidTopologyError(
+                f"{type(self).__name__}.with_message_id_field: the field must be a "
+                f"non-empty string, got {field!r}"
+            )
+        self._message_id_field = field
+        return self
+
+    def with_max_events_in_memory(self, max_events: int) -> StatefulWindowedBolt:
+        """The most window tuples a persistent window may hold (Storm's
+        ``withMaxEventsInMemory``). squall keeps a persistent window's tuples in
+        memory as well as in the state, so the window must fit: a count window longer
+        than ``max_events`` is refused when the topology is built, and a time window
+        that comes to hold more reports an error (once per task) naming the bolt.
+
+        Raises:
+            InvalidTopologyError: ``max_events`` is not a positive int.
+        """
+        if isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 1:
+            raise InvalidTopologyError(
+                f"{type(self).__name__}.with_max_events_in_memory: the number of events "
+                f"must be a positive int, got {max_events!r}"
+            )
+        self._max_events_in_memory = max_events
+        return self
+
+    @property
+    def message_id_field(self) -> str | None:
+        """The field ``with_message_id_field`` named, or None."""
+        return self._message_id_field
+
+    @property
+    def max_events_in_memory(self) -> int | None:
+        """What ``with_max_events_in_memory`` set, or None."""
+        return self._max_events_in_memory
 
     def with_persistence(self) -> StatefulWindowedBolt:
         """Keep the window contents in the state too (Storm's persistent windowing): a
@@ -59,9 +110,35 @@ class StatefulWindowedBolt(WindowedBolt):
         """Called just before the state's uncommitted changes are dropped."""
 
     def to_bolt(self) -> Bolt:
-        """The stateful bolt that runs this windowed bolt (used by ``set_bolt``)."""
+        """The stateful bolt that runs this windowed bolt (used by ``set_bolt``).
+
+        Raises:
+            InvalidTopologyError: ``with_max_events_in_memory`` without
+                ``with_persistence``, or a count window longer than it allows.
+        """
+        limit = self._max_events_in_memory
+        if limit is not None:
+            name = type(self).__name__
+            if not self._persistent:
+                raise InvalidTopologyError(
+                    f"{name}: with_max_events_in_memory({limit}) bounds persistent windows: "
+                    "call with_persistence() too, or remove it"
+                )
+            length = self.window_spec().length
+            if isinstance(length, Count) and length.value > limit:
+                raise InvalidTopologyError(
+                    f"{name}: a count window of {length.value} tuples does not fit in "
+                    f"with_max_events_in_memory({limit}): squall keeps a persistent "
+                    "window's tuples in memory as well as in the state"
+                )
         if self._persistent:
-            return PersistentWindowedBoltExecutor(self)
+            executor = PersistentWindowedBoltExecutor(self)
+            executor.max_events_in_memory = limit
+            return executor
+        if self._message_id_field is not None:
+            from squall.state.window_progress import MessageIdWindowedBoltExecutor
+
+            return MessageIdWindowedBoltExecutor(self)
         return StatefulWindowedBoltExecutor(self)
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from squall.local.cluster import LocalCluster
 from squall.local.running import RunningTopology
-from squall.model.components import Spout
-from squall.model.errors import SquallError
+from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import ComponentSpec, StormTopology
+from squall.runtime.cluster import Cluster
+from squall.testing.shared import SharedRecord
 from squall.testing.spouts import FixedTupleSpout
+from squall.transactional.ir import TransactionalIR
 
 MockSource = Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]]
 
@@ -59,11 +62,53 @@ def _with_mocks(topology: StormTopology, mock_sources: Mapping[str, MockSource])
     return StormTopology(components)
 
 
+class _RecordEmits:
+    """An emit listener recording ``(component, stream, values)`` in a
+    :class:`SharedRecord` (so it records from any process once pickled)."""
+
+    def __init__(self, record: SharedRecord) -> None:
+        self.record = record
+
+    def __call__(
+        self, component_id: str, stream: str, task: int, values: Sequence[Any], targets: list[int]
+    ) -> None:
+        self.record.append("emits", (component_id, stream, list(values)))
+
+
+def _complete_on_spark(
+    cluster: Any, topology: StormTopology, conf: dict[str, Any], timeout_secs: float
+) -> CompleteTopologyResult:
+    """Run ``topology`` on the SparkCluster ``cluster`` until it is idle (every batch
+    its spouts have is processed), recording every emit; then kill it."""
+    record = SharedRecord()
+    name = f"complete-topology-{uuid.uuid4().hex[:12]}"
+    cluster.submit_topology(name, conf, topology, fresh=True, emit_listener=_RecordEmits(record))
+    try:
+        if not cluster.wait_idle(name, timeout_secs):
+            info = cluster.get_topology_info(name)
+            if info.status == "FAILED":
+                errors = info.extra.get("errors", [])
+                raise SquallError(
+                    f"topology failed on SparkCluster: {errors[-1] if errors else info.status}"
+                )
+            raise TimeoutError(
+                f"topology did not complete in {timeout_secs} s on SparkCluster (its spouts "
+                "still had batches to process)"
+            )
+        info = cluster.get_topology_info(name)
+    finally:
+        cluster.kill_topology(name)
+    emitted: dict[tuple[str, str], list[list[Any]]] = {}
+    for component_id, stream, values in record.get("emits"):
+        emitted.setdefault((component_id, stream), []).append(values)
+    return CompleteTopologyResult(emitted, info)
+
+
 def complete_topology(
     topology: StormTopology,
     mock_sources: Mapping[str, MockSource] | None = None,
     conf: dict[str, Any] | None = None,
-    cluster: LocalCluster | None = None,
+    cluster: Cluster | None = None,
     timeout_secs: float = 30.0,
 ) -> CompleteTopologyResult:
     """Run ``topology`` until every spout tuple is fully processed; return what was emitted.
@@ -78,20 +123,38 @@ def complete_topology(
         topology: the topology to run.
         mock_sources: spout id -> tuples to emit instead of the spout.
         conf: topology configuration.
-        cluster: run on this cluster (default: a new ``LocalCluster``, shut down after).
+        cluster: run on this cluster: a ``LocalCluster`` (default: a new one, shut down
+            after) or a ``SparkCluster`` (see below).
         timeout_secs: give up after this long.
+
+    On a ``SparkCluster`` the run is over once the cluster's ``wait_idle`` says every
+    batch the spouts have is processed; every emit is recorded where its task runs
+    (in a :class:`SharedRecord`), so the same result comes back. A micro-batch that
+    Spark runs again (``topology.spark.batch.retries``) is recorded again. Core and
+    transactional topologies only (not Trident).
 
     Raises:
         SquallError: a spout cannot tell when it is exhausted, a mock source names an
-            unknown spout, or ``cluster`` is not a ``LocalCluster``.
+            unknown spout, ``cluster`` is neither a ``LocalCluster`` nor a
+            ``SparkCluster``, or the topology failed on Spark.
+        InvalidTopologyError: a Trident topology on a ``SparkCluster``.
         TimeoutError: the topology did not complete within ``timeout_secs`` (the message
             says which spouts were not exhausted and how much was still pending).
     """
-    if cluster is not None and not isinstance(cluster, LocalCluster):
+    spark = getattr(cluster, "engine", None) == "spark"
+    if cluster is not None and not spark and not isinstance(cluster, LocalCluster):
         raise SquallError(
-            f"complete_topology runs on LocalCluster (it captures every emit as it "
-            f"happens), not on {type(cluster).__name__}; on SparkCluster submit the "
-            "topology, call wait_idle(name) and read what your bolts recorded"
+            f"complete_topology runs on LocalCluster or SparkCluster, not on "
+            f"{type(cluster).__name__}"
+        )
+    if (
+        spark
+        and topology.batch_ir is not None
+        and not isinstance(topology.batch_ir, TransactionalIR)
+    ):
+        raise InvalidTopologyError(
+            "complete_topology on SparkCluster runs core and transactional topologies, "
+            "not Trident topologies (run them on LocalCluster)"
         )
     if mock_sources:
         topology = _with_mocks(topology, mock_sources)
@@ -102,6 +165,9 @@ def complete_topology(
                 f"({type(spec.component).__name__}) is done: give it an is_exhausted() "
                 f"method or pass mock_sources={{{spec.component_id!r}: [...]}}"
             )
+    if spark:
+        return _complete_on_spark(cluster, topology, dict(conf or {}), timeout_secs)
+    assert cluster is None or isinstance(cluster, LocalCluster)
     emitted: dict[tuple[str, str], list[list[Any]]] = {}
     lock = threading.Lock()
 
@@ -118,16 +184,18 @@ def complete_topology(
         runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
         running = runner.get_running(name)
         assert isinstance(running, RunningTopology)  # an emit listener runs on threads
-        spouts = [r.component for r in running.runners.values() if isinstance(r.component, Spout)]
+        # The user's spouts (the engine adds system spouts, e.g. a checkpoint spout).
+        user_spouts = set(topology.spouts)
+        spouts = [r.component for r in running.runners.values() if r.component_id in user_spouts]
         deadline = time.monotonic() + timeout_secs
         while True:
-            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):  # type: ignore[attr-defined]
+            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):
                 break
             if time.monotonic() > deadline:
                 waiting = sorted(
                     running.runners[t].component_id
                     for t in running.runners
-                    if isinstance(running.runners[t].component, Spout)
+                    if running.runners[t].component_id in user_spouts
                     and not running.runners[t].component.is_exhausted()
                 )
                 raise TimeoutError(

@@ -10,21 +10,31 @@ from squall.runtime.coordination import (
     SqliteCoordinationStore,
 )
 from squall.transactional.attempt import AttemptStatus, TransactionAttempt
+from squall.transactional.basic import BasicBoltBatchAdapter
 from squall.transactional.batch import BatchBolt, BatchOutputCollector, Committer
 from squall.transactional.builder import BatchBoltDeclarer, TransactionalTopologyBuilder
+from squall.transactional.memory import (
+    TX_FIELD,
+    MemoryTransactionalSpout,
+    MemoryTransactionalSpoutMeta,
+)
 from squall.transactional.spouts import (
     PartitionedTransactionalSpout,
     TransactionalSpout,
 )
 
 __all__ = [
+    "TX_FIELD",
     "AttemptStatus",
+    "BasicBoltBatchAdapter",
     "BatchBolt",
     "BatchBoltDeclarer",
     "BatchOutputCollector",
     "Committer",
     "CoordinationStore",
     "MemoryCoordinationStore",
+    "MemoryTransactionalSpout",
+    "MemoryTransactionalSpoutMeta",
     "PartitionedTransactionalSpout",
     "SqliteCoordinationStore",
     "TransactionAttempt",

@@ -71,6 +71,10 @@ class BatchOutputCollector:
         self._out.emit_direct(task_id, values, self.anchor, stream)
         self.counts[task_id] = self.counts.get(task_id, 0) + 1
 
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of ``tup``'s trees (the batch's)."""
+        self._out.reset_timeout(tup)
+
     def report_error(self, error: BaseException | str) -> None:
         """Record an error in the component's metrics and the log."""
         self._out.report_error(error)

@@ -14,12 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.model.builder import BoltDeclarer, TopologyBuilder
+from squall.model.components import BasicBolt
 from squall.model.config import Config
 from squall.model.declarer import StreamDeclaration
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import CustomStreamGrouping
+from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import ComponentSpec, StormTopology
 from squall.model.tuple import DEFAULT_STREAM
+from squall.transactional.basic import BasicBoltBatchAdapter
 from squall.transactional.batch import (
     BATCH_STREAM,
     COMMIT_STREAM,
@@ -29,7 +32,10 @@ from squall.transactional.batch import (
     Committer,
     EmitterExecutor,
 )
-from squall.transactional.coordinator import TransactionalSpoutCoordinator
+from squall.transactional.coordinator import (
+    ExhaustibleSpoutCoordinator,
+    TransactionalSpoutCoordinator,
+)
 from squall.transactional.ir import BatchBoltIR, BatchEdgeIR, CoordinatedSpoutIR, TransactionalIR
 from squall.transactional.spouts import (
     PartitionedSpoutAdapter,
@@ -127,6 +133,8 @@ class TransactionalTopologyBuilder:
         spout: TransactionalSpout | PartitionedTransactionalSpout,
         spout_parallelism: int = 1,
     ) -> None:
+        #: The spout as given (the coordinator spout asks it ``is_exhausted``).
+        self.source = spout
         if isinstance(spout, PartitionedTransactionalSpout):
             spout = PartitionedSpoutAdapter(spout, transactional_id)
         if not isinstance(spout, TransactionalSpout):
@@ -146,15 +154,26 @@ class TransactionalTopologyBuilder:
         return f"{self.spout_id}/coordinator"
 
     def set_bolt(
-        self, component_id: str, bolt: BatchBolt, parallelism_hint: int = 1
+        self, component_id: str, bolt: BatchBolt | BasicBolt, parallelism_hint: int = 1
     ) -> BatchBoltDeclarer:
-        """Add a batch bolt (a committer if it subclasses ``Committer``)."""
+        """Add a batch bolt (a committer if it subclasses ``Committer``), or a
+        :class:`~squall.model.components.BasicBolt`: one object per task whose
+        ``execute(tup, collector)`` gets every tuple of every batch, its emits anchored
+        to the tuple and counted for the batch (Storm's ``setBolt(id, IBasicBolt)``)."""
+        if isinstance(bolt, BasicBolt):
+            return self._add(component_id, BasicBoltBatchAdapter(bolt), parallelism_hint, False)
         return self._add(component_id, bolt, parallelism_hint, isinstance(bolt, Committer))
 
     def set_committer_bolt(
         self, component_id: str, bolt: BatchBolt, parallelism_hint: int = 1
     ) -> BatchBoltDeclarer:
         """Add a batch bolt whose ``finish_batch`` runs in strict transaction order."""
+        if isinstance(bolt, BasicBolt):
+            raise InvalidTopologyError(
+                f"bolt {component_id!r}: a BasicBolt ({type(bolt).__name__}) cannot be a "
+                "committer (it has no finish_batch); add it with set_bolt, or write a "
+                "BatchBolt"
+            )
         return self._add(component_id, bolt, parallelism_hint, True)
 
     def _add(
@@ -162,7 +181,7 @@ class TransactionalTopologyBuilder:
     ) -> BatchBoltDeclarer:
         if not isinstance(bolt, BatchBolt):
             raise InvalidTopologyError(
-                f"bolt {component_id!r}: {type(bolt).__name__} is not a BatchBolt"
+                f"bolt {component_id!r}: {type(bolt).__name__} is not a BatchBolt or BasicBolt"
             )
         declarer = BatchBoltDeclarer(component_id)
         self._bolts.append((component_id, bolt, parallelism, committer, declarer))
@@ -175,7 +194,11 @@ class TransactionalTopologyBuilder:
             InvalidTopologyError: as ``TopologyBuilder.create_topology`` does.
         """
         builder = TopologyBuilder()
-        coordinator = TransactionalSpoutCoordinator(self.spout, self.transactional_id)
+        coordinator = (
+            ExhaustibleSpoutCoordinator(self.spout, self.transactional_id, self.source)
+            if implements(self.source, Exhaustible)
+            else TransactionalSpoutCoordinator(self.spout, self.transactional_id)
+        )
         builder.set_spout(self.coordinator_id, coordinator, 1).add_configuration(
             Config.TOPOLOGY_TRANSACTIONAL_ID, self.transactional_id
         )

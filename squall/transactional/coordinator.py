@@ -5,6 +5,7 @@ batch to the emitters, and sends commits in strict transaction order."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from squall.model.config import Config
 from squall.model.declarer import OutputFieldsDeclarer
 from squall.model.errors import InvalidTopologyError
 from squall.model.hooks import (
+    Exhaustible,
     HandlesFailedTransaction,
     ReportsMetrics,
     ValidatesSubmission,
@@ -205,6 +207,51 @@ class TransactionalSpoutCoordinator(Spout, ValidatesSubmission, ReportsMetrics):
             "consecutive_failures": self.backoff.failures,
             "retry_backoff_ms": self.backoff.delay_ms,
         }
+
+
+class ExhaustibleSpoutCoordinator(TransactionalSpoutCoordinator, Exhaustible):
+    """The coordinator spout of a transactional spout that can tell when it is done
+    (one implementing ``is_exhausted()``, such as ``MemoryTransactionalSpout``): the
+    topology's spout is then exhausted, for ``complete_topology``, once the user's
+    spout (this task's copy, the one whose coordinator plans the transactions) says it
+    will start no new transaction and every transaction started has committed.
+
+    ``is_exhausted`` is called from another thread than the task's; starting
+    transactions and reading the state happen under a lock, so a transaction being
+    started is never missed.
+    """
+
+    def __init__(self, spout: Any, transactional_id: str, source: Exhaustible) -> None:
+        super().__init__(spout, transactional_id)
+        #: The user's spout (``spout`` itself, or the one a partitioned adapter wraps).
+        self.source = source
+
+    def open(
+        self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
+    ) -> None:
+        super().open(conf, context, collector)
+        #: The highest txid started (replays of failed ones are still to commit).
+        self.highest_started = self.last_committed
+        self._state_lock = threading.Lock()
+
+    def _start_transactions(self) -> None:
+        with self._state_lock:
+            super()._start_transactions()
+            if self.active:
+                self.highest_started = max(self.highest_started, max(self.active))
+
+    def is_exhausted(self) -> bool:
+        """Whether the spout will start no new transaction and every transaction
+        started has committed (False before the task is open)."""
+        lock: threading.Lock | None = getattr(self, "_state_lock", None)
+        if lock is None:
+            return False
+        with lock:
+            return (
+                not self.active
+                and self.last_committed >= self.highest_started
+                and self.source.is_exhausted()
+            )
 
 
 class _NotReady:

@@ -19,6 +19,7 @@ from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports
+from squall.spark.execute.listener import report_batch_emits
 from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values
 from squall.spark.execute.routing import Emit, route_emits
 from squall.spark.execute.stages import arrow_function
@@ -47,6 +48,9 @@ class BatchEmits:
     ) -> None:
         """Emit ``values`` to task ``task_id`` on a direct stream."""
         self.emits.append(Emit(stream, list(values[1:]), task_id))
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Nothing: a micro-batch has no message timeout."""
 
     def report_error(self, error: BaseException | str) -> None:
         """Fail the batch with ``error`` (it is run again)."""
@@ -109,6 +113,7 @@ class BatchBoltStage:
             for values in unpack_values(packet.tuples):
                 bolt.execute(Tuple([attempt, *values], info, -1))
         bolt.finish_batch()
+        report_batch_emits(self.conf, plan.component_id, context.task_id, attempt, collector.emits)
         self.executed = executed
         self.emitted = len(collector.emits)
         return route_emits(

@@ -30,6 +30,7 @@ from squall.runtime.tasks import BoltRunner
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.ledger import LedgerPart
+from squall.spark.execute.listener import observer
 from squall.spark.execute.packets import (
     NO_TASK,
     ArrowFunction,
@@ -91,6 +92,7 @@ class LiveBolt:
         self.ack_buffer = parts.ack_buffer
         spec = self.setup.core.topology.get_component(self.component_id)
         collector = WireOutputCollector(parts.wiring, parts.outboxes)
+        collector.set_observer(observer(parts.conf, self.component_id))
         component = copy.deepcopy(spec.component)
         self.runner = BoltRunner(component, parts.context, parts.conf, collector, deque())
         self.runner.metrics = parts.metrics

@@ -20,6 +20,7 @@ from typing import Any
 
 from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
+from squall.spark.execute.listener import report_batch_emits
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.routing import route, route_emits
 from squall.spark.plan.batch import Edge, SourceKind
@@ -267,6 +268,7 @@ class CoordinatedReader(EmittedOnExecutorsReader):
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
         out = BatchEmits(setup.source_id)
         emitter.emit_batch(attempt, self.log.batch(index).transaction, out)
+        report_batch_emits(setup.conf, setup.source_id, sender.task_id, attempt, out.emits)
         self.log.write_partition(index, task, LoggedPartition(None, len(out.emits)))
         edges: dict[str, list[Edge]] = {}
         for edge in setup.edges:

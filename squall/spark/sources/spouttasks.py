@@ -24,6 +24,7 @@ from squall.runtime.task_metrics import due_buckets, metrics_schedules
 from squall.runtime.tasks import SpoutRunner
 from squall.spark.control.rundir import Polls, SourceDirectory
 from squall.spark.execute.ledger import LedgerPart
+from squall.spark.execute.listener import observer
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.snapshots import (
     Engine,
@@ -55,6 +56,7 @@ class _SpoutTask:
         self.outboxes = parts.outboxes
         self.ack_buffer = parts.ack_buffer
         self.collector = WireSpoutOutputCollector(parts.wiring, SYSTEM_CLOCK, parts.outboxes)
+        self.collector.set_observer(observer(conf, component_id))
         pending = conf.get(Config.TOPOLOGY_MAX_SPOUT_PENDING)
         self.runner = SpoutRunner(
             copy.deepcopy(core.topology.get_component(component_id).component),
