@@ -12,7 +12,11 @@ import json
 from typing import Any
 
 from squall.drpc.client import invocations_clients_from_conf
-from squall.drpc.config import DRPC_SERVERS
+from squall.drpc.config import (
+    DRPC_INVOCATIONS_AUTHORIZATION_TOKEN,
+    DRPC_SERVERS,
+    token_from_conf,
+)
 from squall.drpc.errors import DRPCError
 from squall.drpc.local import LocalDRPC
 from squall.drpc.request import DRPCInvocations
@@ -21,6 +25,7 @@ from squall.model.collectors import OutputCollector, SpoutOutputCollector
 from squall.model.components import Bolt, Spout
 from squall.model.context import TopologyContext
 from squall.model.declarer import OutputFieldsDeclarer
+from squall.model.errors import InvalidTopologyError
 from squall.model.tuple import Tuple
 
 #: How many times ``ReturnResults`` tries to return a result before failing its tuple.
@@ -63,6 +68,23 @@ class DRPCSpout(Spout):
         """The DRPC function this spout serves."""
         return self.function
 
+    def validate_submission(self, component_id: str, conf: dict[str, Any]) -> None:
+        """Without a ``LocalDRPC``, the configuration must name DRPC servers (and a valid
+        invocations token, if any). Runs where the topology is submitted.
+
+        Raises:
+            InvalidTopologyError: naming the spout and the key to set.
+        """
+        if self.drpc is not None:
+            return
+        label = f"DRPCSpout {component_id!r} ({self.function!r})"
+        if not conf.get(DRPC_SERVERS):
+            raise InvalidTopologyError(_no_servers(label))
+        try:
+            token_from_conf(conf, DRPC_INVOCATIONS_AUTHORIZATION_TOKEN)
+        except ValueError as exc:
+            raise InvalidTopologyError(f"{label}: {exc}") from None
+
     def open(
         self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector
     ) -> None:
@@ -79,11 +101,7 @@ class DRPCSpout(Spout):
         else:
             servers = list(conf.get(DRPC_SERVERS) or [])
             if not servers:
-                raise DRPCError(
-                    f"{self._label}: no DRPC servers configured for the topology: set "
-                    f"{DRPC_SERVERS!r} (and 'drpc.invocations.port'), or give the spout a "
-                    "LocalDRPC"
-                )
+                raise DRPCError(_no_servers(self._label))
             tasks = len(context.get_component_tasks(context.get_this_component_id()))
             if tasks >= len(servers):
                 servers = [servers[context.get_this_task_index() % len(servers)]]
@@ -124,6 +142,13 @@ class DRPCSpout(Spout):
         if index not in self._down:
             self._down.add(index)
             self.collector.report_error(f"{self._label}: {exc}")
+
+
+def _no_servers(label: str) -> str:
+    return (
+        f"{label}: no DRPC servers configured for the topology: set {DRPC_SERVERS!r} (and "
+        "'drpc.invocations.port'), or give the spout a LocalDRPC"
+    )
 
 
 class ReturnResults(Bolt):
