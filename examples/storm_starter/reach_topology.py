@@ -22,7 +22,7 @@ or against a DRPC server, as Storm's ``main`` does (``drpc.servers`` is set belo
 
     squall drpc &
     squall run examples/storm_starter/reach_topology.py --seconds 60 &
-    curl http://127.0.0.1:3772/drpc/reach/foo.com/blog/1    # 16
+    curl http://127.0.0.1:3772/drpc/reach/foo.com%2Fblog%2F1    # 16
 
 ``build_topology(drpc)`` serves a ``LocalDRPC``, ``build_topology()`` the configured DRPC
 servers.
