@@ -92,7 +92,8 @@ def test_manual_drpc_returns_results_to_a_local_drpc(engine: Engine) -> None:
         assert run.result(bbb, engine.timeout) == "bbb!!!"
 
 
-@pytest.mark.parametrize("engine", on_engines(spark=[]), indirect=True)
+@pytest.mark.timeout(300)  # Spark: a session's first micro-batches take long
+@pytest.mark.parametrize("engine", on_engines(), indirect=True)
 def test_manual_drpc_runs_against_a_drpc_server(engine: Engine) -> None:
     manual = example("manual_drpc")
     with DRPCServer(timeout_secs=engine.timeout, invocations_token="topology-secret") as server:
