@@ -193,6 +193,30 @@ def test_the_builder_wires_the_topology_as_storm_does() -> None:
     assert builder.create_remote_topology().get_component("spout").component.drpc is None
 
 
+def test_every_grouping_of_the_linear_declarer_reaches_the_previous_step() -> None:
+    builder = LinearDRPCTopologyBuilder("g")
+    builder.add_bolt(Fan()).all_grouping()  # the first step reads prepare-request
+    builder.add_bolt(Relay()).global_grouping()
+    builder.add_bolt(Relay()).local_or_shuffle_grouping()
+    builder.add_bolt(Relay()).partial_key_grouping(Fields("word"))
+    builder.add_bolt(Relay()).partial_key_grouping("default", Fields("i"))
+    builder.add_bolt(Relay()).none_grouping()
+    builder.add_bolt(Relay()).shuffle_grouping("default")
+    builder.add_bolt(Total()).fields_grouping(Fields("id"))
+    topology = builder.create_remote_topology()
+    assert [inputs(topology, f"bolt{i}")[0] for i in range(7)] == [
+        ("prepare-request", "default", "all"),
+        ("bolt0", "default", "global"),
+        ("bolt1", "default", "local_or_shuffle"),
+        ("bolt2", "default", "partial_key(word)"),
+        ("bolt3", "default", "partial_key(i)"),
+        ("bolt4", "default", "none"),
+        ("bolt5", "default", "shuffle"),
+    ]
+    with pytest.raises(TypeError, match=r"fields_grouping takes \(\[stream,\] fields\)"):
+        builder.add_bolt(Relay()).fields_grouping("a", "b", "c")
+
+
 def test_the_builder_refuses_what_storm_refuses() -> None:
     with pytest.raises(InvalidTopologyError, match="'f' has no step: add_bolt"):
         LinearDRPCTopologyBuilder("f").create_remote_topology()
