@@ -9,6 +9,7 @@ its result tuples. :class:`LocalDRPC` does this within one process;
 
 from squall.drpc.broker import DEFAULT_TIMEOUT_SECS, DRPCBroker
 from squall.drpc.client import DRPCClient, DRPCInvocationsClient, invocations_clients_from_conf
+from squall.drpc.components import DRPCSpout, ReturnResults
 from squall.drpc.config import (
     DEFAULT_INVOCATIONS_PORT,
     DEFAULT_PORT,
@@ -19,7 +20,9 @@ from squall.drpc.config import (
     DRPC_SERVERS,
     DRPCLimits,
 )
+from squall.drpc.coordinated import CoordinatedBolt, FinishedCallback
 from squall.drpc.errors import DRPCError, DRPCErrorReason, DRPCExecutionError
+from squall.drpc.linear import LinearDRPCInputDeclarer, LinearDRPCTopologyBuilder
 from squall.drpc.local import LocalDRPC
 from squall.drpc.request import DRPCInvocations, DRPCRequest
 from squall.drpc.returns import invocations_for, return_failure, return_result
@@ -34,6 +37,7 @@ __all__ = [
     "DRPC_INVOCATIONS_PORT",
     "DRPC_PORT",
     "DRPC_SERVERS",
+    "CoordinatedBolt",
     "DRPCBroker",
     "DRPCClient",
     "DRPCError",
@@ -44,7 +48,12 @@ __all__ = [
     "DRPCLimits",
     "DRPCRequest",
     "DRPCServer",
+    "DRPCSpout",
+    "FinishedCallback",
+    "LinearDRPCInputDeclarer",
+    "LinearDRPCTopologyBuilder",
     "LocalDRPC",
+    "ReturnResults",
     "invocations_clients_from_conf",
     "invocations_for",
     "return_failure",

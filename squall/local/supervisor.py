@@ -24,24 +24,22 @@ Components reach the workers pickled (cloudpickle; user modules by value).
 
 from __future__ import annotations
 
-import io
 import logging
 import multiprocessing
 import multiprocessing.spawn as spawn
 import os
-import secrets
 import shutil
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from squall.drpc.local import LocalDRPC, bridged_local_drpc
+from squall.drpc.bridge import LocalDRPCBridges, dumps_bridged
 from squall.local import workerprocess
 from squall.local.board import Board
 from squall.local.figures import WorkerFigures
@@ -53,7 +51,6 @@ from squall.local.workerprocess import WorkerReport, WorkerSpec
 from squall.model.config import Config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
-from squall.runtime import codepickle
 from squall.runtime.engine_figures import LocalFigures, WorkerProcess
 from squall.runtime.metrics import TaskStats, TopologyInfo
 from squall.runtime.shipping import check_picklable, pickle_by_value
@@ -170,20 +167,6 @@ class _Handle:
         self.control.close()
 
 
-class _WorkerPickler(codepickle.CodePickler):
-    """Pickles what worker processes start from; a ``LocalDRPC`` becomes a client of a
-    bridge to it (``bridge(drpc)`` gives the unpickling call)."""
-
-    def __init__(self, stream: io.BytesIO, bridge: Callable[[LocalDRPC], tuple[Any, ...]]) -> None:
-        super().__init__(stream)
-        self._bridge = bridge
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, LocalDRPC):
-            return self._bridge(obj)
-        return super().reducer_override(obj)
-
-
 def _exit_reason(code: int | None) -> str:
     if code is None:
         return "is gone"
@@ -242,7 +225,8 @@ class ProcessTopology(SubmittedTopology):
         #: How many times the supervisor has read every worker process's figures.
         self.metrics_polls = 0
         self._supervisor: threading.Thread | None = None
-        self._drpc_bridges: dict[str, tuple[Any, str]] = {}
+        #: The bridges through which worker processes reach a LocalDRPC of this one.
+        self._drpc_bridges = LocalDRPCBridges()
         self.directory = _topology_directory()
         self.board = Board(
             self.directory / "board", self.plan.num_workers, self.plan.max_task_id + 1, True
@@ -266,33 +250,12 @@ class ProcessTopology(SubmittedTopology):
             worker_tasks,
         )
         try:
-            stream = io.BytesIO()
-            _WorkerPickler(stream, self._bridge).dump(spec)
-            return stream.getvalue()
+            return dumps_bridged(spec, self._drpc_bridges)
         except Exception as exc:
             raise InvalidTopologyError(
                 f"topology {self.name!r} cannot be sent to its worker processes: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-
-    def _bridge(self, drpc: LocalDRPC) -> tuple[Any, ...]:
-        """How worker processes reach ``drpc``: a loopback ``DRPCServer`` in front of
-        its broker, serving only the invocations side, behind a random token (no other
-        local user can fetch or answer its requests); started once per topology."""
-        bridge = self._drpc_bridges.get(drpc.service_id)
-        if bridge is None:
-            from squall.drpc.server import DRPCServer
-
-            token = secrets.token_urlsafe(32)
-            server = DRPCServer(
-                "127.0.0.1", None, broker=drpc.broker, invocations_token=token
-            ).start()
-            bridge = self._drpc_bridges[drpc.service_id] = (server, token)
-        server, token = bridge
-        return (
-            bridged_local_drpc,
-            (drpc.service_id, "127.0.0.1", server.invocations_port, token),
-        )
 
     # Starting --------------------------------------------------------------------------
 
@@ -514,9 +477,7 @@ class ProcessTopology(SubmittedTopology):
             handle.close()
 
     def _release_resources(self) -> None:
-        for server, _ in self._drpc_bridges.values():
-            server.stop()
-        self._drpc_bridges.clear()
+        self._drpc_bridges.stop()
         self.board.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 

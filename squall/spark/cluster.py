@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.drpc.bridge import LocalDRPCBridges
 from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError, SquallError
@@ -234,7 +235,17 @@ class SparkCluster(TopologyRegistry[_Running]):
             core = core_plan(name, topology, conf)  # first: what the engine cannot run
             check_shape(checkpoint, name, topology, fresh)
             directory = QueryDirectory.of(self.checkpoint_dir, name, "core")
-            queries.append(start_core_query(self.spark, directory, core, run_key, self.clock))
+            # A LocalDRPC a component holds (a DRPCSpout's) is reached from the sources'
+            # and executors' processes through a loopback bridge.
+            drpc_bridges = LocalDRPCBridges()
+            try:
+                queries.append(
+                    start_core_query(self.spark, directory, core, run_key, self.clock, drpc_bridges)
+                )
+            except BaseException:
+                drpc_bridges.stop()
+                raise
+            bridges.extend(drpc_bridges.servers)
             with self._lock:
                 self._register(
                     name,

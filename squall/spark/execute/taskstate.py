@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from squall.drpc.bridge import LocalDRPCBridges, dumps_bridged
 from squall.model.config import Config, component_config
-from squall.runtime import codepickle
 from squall.runtime.collectors import AckBuffer, TaskWiring
 from squall.runtime.context import TaskContext
 from squall.runtime.metrics import TaskStats
@@ -57,9 +57,10 @@ def read_core_setup(path: str) -> CoreSetup:
     return setup
 
 
-def write_setup(path: str, setup: CoreSetup) -> None:
-    """Write ``setup`` for the tasks of a run to load."""
-    storage.write_bytes(path, codepickle.dumps(setup))
+def write_setup(path: str, setup: CoreSetup, drpc_bridges: LocalDRPCBridges) -> None:
+    """Write ``setup`` for the tasks of a run to load; a ``LocalDRPC`` a component holds
+    is written as a client of its bridge in ``drpc_bridges`` (started if needed)."""
+    storage.write_bytes(path, dumps_bridged(setup, drpc_bridges))
 
 
 @contextlib.contextmanager

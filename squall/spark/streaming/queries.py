@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.drpc.bridge import LocalDRPCBridges
 from squall.model.clock import Clock
 from squall.model.fields import Fields
 from squall.runtime import codepickle
@@ -264,14 +265,20 @@ def start_batch_query(
 
 
 def start_core_query(
-    spark: SparkSession, directory: QueryDirectory, core: CorePlan, run_key: str, clock: Clock
+    spark: SparkSession,
+    directory: QueryDirectory,
+    core: CorePlan,
+    run_key: str,
+    clock: Clock,
+    drpc_bridges: LocalDRPCBridges,
 ) -> Query:
     """Write the run's set-up and start the streaming query of a core topology: one
-    source per spout, their packets unioned."""
+    source per spout, their packets unioned. A ``LocalDRPC`` in the set-up is written as
+    a client of its bridge in ``drpc_bridges`` (started here; the caller stops them)."""
     directory.make()
     resumed_from = directory.checkpoint.last_committed_batch()
     setup_path = directory.core_setup(run_key)
-    write_setup(setup_path, CoreSetup(run_key, core, directory.state))
+    write_setup(setup_path, CoreSetup(run_key, core, directory.state), drpc_bridges)
     logs: dict[str, SpoutLog] = {}
     tick_secs = core.min_tick_secs()
     frame = None
