@@ -249,3 +249,22 @@ def test_readme_quickstart_runs_an_example_as_its_docstring_says() -> None:
     ]
     assert runs == ["squall run examples/word_count.py --seconds 5"]
     assert "examples/word_count.py" in COMMANDS[runs[0]]  # tested above as documented there
+
+
+STARTER = EXAMPLES / "storm_starter"
+
+
+@pytest.mark.parametrize("path", sorted(STARTER.glob("*.py")), ids=lambda path: path.name)
+def test_every_storm_starter_example_documents_commands_that_run_as_written(path: Path) -> None:
+    """storm-starter's ports document how to run them; each command runs as written
+    (no placeholders; a ``squall run`` in the foreground stops by itself). Their
+    topologies run in their own tests; a command ending in ``&`` is one step of a
+    recipe (a DRPC server first, then the topology, then a client)."""
+    commands = docstring_commands(path)
+    assert commands, f"{path.name} documents no command"
+    for command in commands:
+        words = command.split()
+        assert not any(word.startswith("[") for word in words), command
+        assert (ROOT / words[1 if words[0] == "python" else 2]).is_file(), command
+        if words[:2] == ["squall", "run"] and words[-1] != "&":
+            assert "--seconds" in words, f"{command}: runs until interrupted"

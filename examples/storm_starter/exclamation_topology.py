@@ -10,7 +10,9 @@ turns debug on (every emit is logged) and asks for 3 workers.
 Run it::
 
     squall run examples/storm_starter/exclamation_topology.py --seconds 5
-    python examples/storm_starter/exclamation_topology.py [topology-name] [--seconds 10]
+    python examples/storm_starter/exclamation_topology.py
+
+(its arguments, both optional: a topology name and ``--seconds N``, 10 by default)
 
 ``create_builder(seed=..., max_words=...)`` returns the builder, with reproducible
 spouts that stop after ``max_words`` words per task (the tests add a bolt to it);

@@ -13,7 +13,10 @@ worker. While it runs, ``print_metrics`` prints the spout's figures every 30 sec
 Run it::
 
     squall run examples/storm_starter/fast_word_count_topology.py --seconds 5
-    python examples/storm_starter/fast_word_count_topology.py [topology-name] [--seconds 300]
+    python examples/storm_starter/fast_word_count_topology.py --seconds 10
+
+(without ``--seconds`` it runs five minutes, as Storm's does; a first argument names
+the topology)
 
 ``build_topology(max_sentences=..., seed=...)`` stops each spout task after
 ``max_sentences`` sentences, chosen with ``random.Random(seed + task index)`` (used by

@@ -13,7 +13,10 @@ seconds.
 Run it::
 
     squall run examples/storm_starter/in_order_delivery_test.py --seconds 5
-    python examples/storm_starter/in_order_delivery_test.py [topology-name] [--seconds 1500]
+    python examples/storm_starter/in_order_delivery_test.py --seconds 10
+
+(without ``--seconds`` it runs 1500 seconds, as Storm's does; a first argument names
+the topology)
 
 ``build_topology(max_count=...)`` stops each spout task after ``max_count`` tuples
 (used by the tests).

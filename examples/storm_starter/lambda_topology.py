@@ -12,7 +12,9 @@ Storm's serializable lambdas do.
 Run it::
 
     squall run examples/storm_starter/lambda_topology.py --seconds 5
-    python examples/storm_starter/lambda_topology.py [--seconds 10]
+    python examples/storm_starter/lambda_topology.py
+
+(``--seconds N`` sets how long it runs, 10 by default)
 
 ``create_builder(supplier)`` returns the builder with another supplier (the tests give
 one that runs dry, returning None, and add a bolt); ``build_topology()`` the topology.

@@ -17,7 +17,9 @@ component configuration) and read the time through ``squall.utils.Time``, so on 
 Run it::
 
     squall run examples/storm_starter/rolling_top_words.py --seconds 20
-    python examples/storm_starter/rolling_top_words.py [topology-name] [--seconds 20]
+    python examples/storm_starter/rolling_top_words.py
+
+(its arguments, both optional: a topology name and ``--seconds N``, 20 by default)
 
 (``python`` adds a ``PrinterBolt`` that prints the final rankings.) ``create_builder``
 takes another spout (the tests give a finite one, emitting on field ``"word"``) and

@@ -7,10 +7,13 @@ each sentence into words; ``window`` counts the words of each window with
 logs each window's count. With Storm's ``SlidingCountWindow.of(1000, 100)`` a window
 fires every 100 words with the last 1000 (the first ones with 100, 200, ... words).
 
-Run it (Ctrl-C stops it)::
+Run it::
 
-    squall run examples/storm_starter/trident_windowing.py
-    python examples/storm_starter/trident_windowing.py [topology-name]
+    squall run examples/storm_starter/trident_windowing.py --seconds 5
+    python examples/storm_starter/trident_windowing.py
+
+(``python`` runs it 20 seconds, as Storm's ``main`` does; an argument names the
+topology)
 
 ``build_topology(window_store, window_config)`` is Storm's ``buildTopology``; its
 ``cycle=False`` emits the sentences once (the tests' finite input) and ``sink`` also
