@@ -293,3 +293,20 @@ def test_message_id_windows_fire_as_any_window_on_both_engines(
         run.wait_until(lambda: len(out.values()) == 2, engine.timeout)
         run.wait_until(lambda: 1 in spout.acked, engine.timeout)
     assert out.values() == [[[1, 2, 3], [1, 2, 3], [], 1], [[2, 3, 4, 5, 6], [4, 5, 6], [1], 2]]
+
+
+@pytest.mark.parametrize("engine", [on_engine("local"), on_engine("spark")], indirect=True)
+def test_windows_longer_than_the_limit_fire_the_same_windows_on_both_engines(
+    engine: Engine, tmp_path: Path
+) -> None:
+    spout, out = FeederSpout(["msgid", "v"]), CapturingBolt()
+    topology = spill_topology(spout, out, SumWindow().with_window(Count(50), Count(7)), 10)
+    conf = sqlite_conf(tmp_path / "state")
+    with engine.running(topology, conf, name=NAME, checkpoint="ck") as run:
+        feed(spout, range(1, 121))
+        run.wait_until(lambda: len(out.values()) == 17, engine.timeout)
+        run.wait_until(lambda: sorted(spout.acked) == list(range(1, 121)), engine.timeout)
+        custom = run.info().components["sum"].custom
+        assert run.errors() == {}
+    assert out.values() == count_windows(range(1, 121))
+    assert (custom["window_values_in_memory"], custom["window_values_in_memory_peak"]) == (10, 10)
