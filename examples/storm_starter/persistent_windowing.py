@@ -2,10 +2,10 @@
 
 ``RandomIntegerSpout`` emits random integers; ``avgbolt`` is a stateful windowed bolt
 over sliding processing-time windows (10 s, every 2 s) whose windows are persisted in
-the state (``with_persistence()``), holding at most 25000 tuples
-(``with_max_events_in_memory``); it emits the global average (over every window so far,
-kept in its ``KeyValueState``) and the window's average; ``printer`` prints them. The
-state is checkpointed every 5 seconds.
+the state (``with_persistence()``), with the values of at most 25000 of their tuples
+in memory (``with_max_events_in_memory``); it emits the global average (over every
+window so far, kept in its ``KeyValueState``) and the window's average; ``printer``
+prints them. The state is checkpointed every 5 seconds.
 
 Storm's example keeps the state in Redis; this port uses squall's ``sqlite`` provider in
 a directory of the system's temporary folder (``STATE_DIR``), so that it runs anywhere;

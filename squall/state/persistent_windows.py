@@ -16,6 +16,16 @@ the tuple has committed. With the tuples, each checkpoint saves where the window
   not count against ``topology.max.spout.pending``: they are acked at the checkpoint
   that saves them, not when they leave the windows.
 
+With ``with_max_events_in_memory(n)`` the windows hold any number of tuples, yet at
+most ``n`` of their values stay in memory: the ``n`` saved last (newest sequence
+numbers), tuples still held in a window or waiting to be a window's ``get_expired()``.
+The others are kept as references (their sequence numbers in the window state, which
+stores every tuple anyway) and read back from the state when a window fires: its
+``get()``, ``get_new()`` and ``get_expired()`` are then copies of the tuples, the same
+tuples in the same order as without the limit, and live while ``execute(window)`` runs
+(so during ``execute`` the window's values are in memory too). Without the limit
+nothing of this runs: the windows hand the saved tuples themselves to the bolt.
+
 Emits are not anchored (the window's tuples are acked already): a downstream failure
 replays nothing. ``get_new()`` and ``get_expired()`` are exact across restarts: each
 checkpoint saves which tuples left the windows since the last trigger (their entries
@@ -46,6 +56,28 @@ logger = logging.getLogger(__name__)
 #: The key, in a task's window state, of where the windows stand (the other keys are
 #: the tuples' sequence numbers).
 WINDOWS_KEY = "windows"
+
+
+class _SpilledValues(Sequence[Any]):
+    """The values of a window tuple kept only in the window state (see the module
+    docstring): a saved tuple whose values are this is a reference, read back from the
+    state when a window fires."""
+
+    def __getitem__(self, index: Any) -> Any:
+        raise RuntimeError("a window tuple's values were left in the window state")
+
+    def __len__(self) -> int:
+        raise RuntimeError("a window tuple's values were left in the window state")
+
+    def __repr__(self) -> str:
+        return "<values in the window state>"
+
+    def __reduce__(self) -> str:
+        return "SPILLED"
+
+
+#: The values of every saved tuple whose values are not in memory.
+SPILLED = _SpilledValues()
 
 
 def window_namespace(component_id: str, task_index: int) -> str:
@@ -89,8 +121,8 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
     and restores the windows around the executor's own checkpoint hooks, which hand
     them on to the bolt."""
 
-    #: ``with_max_events_in_memory``: the most tuples the windows may hold (None: no
-    #: bound); holding more reports an error, once per task.
+    #: ``with_max_events_in_memory``: the most saved tuples whose values stay in
+    #: memory (None: no bound, every saved tuple's values do).
     max_events_in_memory: int | None = None
 
     # -- set-up -----------------------------------------------------------------------
@@ -123,7 +155,8 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             f"windowed bolt {context.component_id!r} task {context.task_index} (windows)",
         )
         self._window_state_open = True
-        self._over_limit = False
+        #: The most saved tuples with their values in memory at once (with a limit).
+        self._peak_in_memory = 0
         self._forget_entries()
 
     def make_window_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
@@ -137,6 +170,9 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
         self._next_seq = 0
         #: Numbers from here on were never prepared: their deletion writes nothing.
         self._unsaved_from = 0
+        #: With ``max_events_in_memory``: the saved tuples whose values are in memory,
+        #: by sequence number, oldest first (the others' values are ``SPILLED``).
+        self._in_memory: dict[int, Tuple] = {}
         #: Tuples that left the windows since the last prepare, still saved.
         self._expired: list[Tuple] = []
         #: The last window fired: [first ts, first seq, last ts, last seq, highest seq
@@ -163,13 +199,30 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
         self.manager.add(tup, ts)
         self.collector.ack(tup)
         limit = self.max_events_in_memory
-        if limit is not None and len(self.manager) > limit and not self._over_limit:
-            self._over_limit = True
-            self.collector.report_error(
-                f"windowed bolt {self.component_id!r} holds {len(self.manager)} window "
-                f"tuples, more than with_max_events_in_memory({limit}): squall keeps a "
-                "persistent window's tuples in memory as well as in the state"
-            )
+        if limit is not None:
+            in_memory = self._in_memory
+            in_memory[seq] = tup
+            if len(in_memory) > limit:
+                oldest = next(iter(in_memory))
+                in_memory.pop(oldest).values = SPILLED
+            if len(in_memory) > self._peak_in_memory:
+                self._peak_in_memory = len(in_memory)
+
+    def values_in_memory(self) -> int:
+        """How many saved tuples (held in windows, or left them and still saved) have
+        their values in memory; with ``max_events_in_memory`` at most that many, the
+        window being executed aside. Runs anywhere (for metrics and tests)."""
+        return sum(1 for _, tup in list(self._entries.values()) if tup.values is not SPILLED)
+
+    def metrics(self) -> dict[str, int]:
+        """The windowed bolt's counters; with ``max_events_in_memory``, also the window
+        values in memory now and at most so far (``window_values_in_memory``,
+        ``window_values_in_memory_peak``)."""
+        figures = super().metrics()
+        if self.max_events_in_memory is not None:
+            figures["window_values_in_memory"] = self.values_in_memory()
+            figures["window_values_in_memory_peak"] = self._peak_in_memory
+        return figures
 
     def _activate(self, window: TupleWindow) -> None:
         tuples = window.get()
@@ -181,7 +234,36 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             last,
             self._next_seq - 1,
         ]
+        if self.max_events_in_memory is not None:
+            window = self._read_back(window)
         super()._activate(window)
+
+    def _read_back(self, window: TupleWindow) -> TupleWindow:
+        """The window with copies of its tuples, values read back from the window state
+        where they are not in memory (``get_new()`` is worked out on the saved tuples
+        first, as without a limit)."""
+        seq_of, in_memory, state = self._seq_of, self._in_memory, self.window_state
+        copies: dict[int, Tuple] = {}
+
+        def copy(tuples: list[Tuple]) -> list[Tuple]:
+            result = []
+            for tup in tuples:
+                found = copies.get(id(tup))
+                if found is None:
+                    seq = seq_of[id(tup)]
+                    values = tup.values if seq in in_memory else list(state.get(seq)[4])
+                    found = copies[id(tup)] = Tuple(values, tup.stream_info, tup.source_task)
+                result.append(found)
+            return result
+
+        tuples = copy(window.get())
+        return TupleWindow(
+            tuples,
+            copy(window.get_new()),
+            copy(window.get_expired()),
+            window.start_timestamp,
+            window.end_timestamp,
+        )
 
     def window_failed(self, window: TupleWindow) -> None:
         """The bolt's ``execute(window)`` raised (the error is reported); the tuples
@@ -230,12 +312,15 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             pending = {id(tup) for tup in manager.expired_since_trigger()}
             still: list[Tuple] = []
             entries, unsaved_from = self._entries, self._unsaved_from
+            in_memory = self._in_memory
             for tup in expired:
                 if id(tup) in pending:
                     still.append(tup)
                     continue
                 seq = seq_of.pop(id(tup))
                 del entries[seq]
+                if in_memory:
+                    in_memory.pop(seq, None)
                 if seq >= unsaved_from:
                     state.discard_unsaved(seq)
                 else:
@@ -272,11 +357,21 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
         if saved is None:
             return
         entries = self._entries
+        limit = self.max_events_in_memory
+        # With a limit, only the newest saved tuples keep their values in memory.
+        spill_below = -1 if limit is None else saved["next_seq"] - limit
         for seq, value in self.window_state:
             if seq == WINDOWS_KEY:
                 continue
             ts, component, stream, task, values = value
+            if seq < spill_below:
+                values = SPILLED
             entries[seq] = (ts, Tuple(values, self._stream_info(component, stream), task))
+        if limit is not None:
+            self._in_memory = {
+                seq: entries[seq][1] for seq in sorted(entries) if seq >= spill_below
+            }
+            self._peak_in_memory = max(self._peak_in_memory, len(self._in_memory))
         self._seq_of = {id(tup): seq for seq, (_, tup) in entries.items()}
         left = set(saved["expired"])
         ordered = sorted((ts, seq) for seq, (ts, _) in entries.items())
@@ -339,4 +434,4 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
                 self.window_state.close()
 
 
-__all__ = ["WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindows"]
+__all__ = ["SPILLED", "WINDOWS_KEY", "PersistentWindowCollector", "PersistentWindows"]

@@ -18,7 +18,6 @@ from squall.state.bolt import StatefulBolt
 from squall.state.persistent_windows import PersistentWindows
 from squall.windowing.bolt import WindowedBolt
 from squall.windowing.executor import WindowedBoltExecutor
-from squall.windowing.spec import Count
 
 if TYPE_CHECKING:
     from squall.model.components import Bolt
@@ -57,11 +56,12 @@ class StatefulWindowedBolt(WindowedBolt):
         return self
 
     def with_max_events_in_memory(self, max_events: int) -> StatefulWindowedBolt:
-        """The most window tuples a persistent window may hold (Storm's
-        ``withMaxEventsInMemory``). squall keeps a persistent window's tuples in
-        memory as well as in the state, so the window must fit: a count window longer
-        than ``max_events`` is refused when the topology is built, and a time window
-        that comes to hold more reports an error (once per task) naming the bolt.
+        """Keep at most ``max_events`` window tuples' values in memory (Storm's
+        ``withMaxEventsInMemory``; with ``with_persistence()``). The windows still hold
+        any number of tuples and fire the same windows: the values of the
+        ``max_events`` tuples saved last stay in memory, the others are read back from
+        the window state when a window fires (see
+        :mod:`squall.state.persistent_windows`).
 
         Raises:
             InvalidTopologyError: ``max_events`` is not a positive int.
@@ -114,23 +114,14 @@ class StatefulWindowedBolt(WindowedBolt):
 
         Raises:
             InvalidTopologyError: ``with_max_events_in_memory`` without
-                ``with_persistence``, or a count window longer than it allows.
+                ``with_persistence``.
         """
         limit = self._max_events_in_memory
-        if limit is not None:
-            name = type(self).__name__
-            if not self._persistent:
-                raise InvalidTopologyError(
-                    f"{name}: with_max_events_in_memory({limit}) bounds persistent windows: "
-                    "call with_persistence() too, or remove it"
-                )
-            length = self.window_spec().length
-            if isinstance(length, Count) and length.value > limit:
-                raise InvalidTopologyError(
-                    f"{name}: a count window of {length.value} tuples does not fit in "
-                    f"with_max_events_in_memory({limit}): squall keeps a persistent "
-                    "window's tuples in memory as well as in the state"
-                )
+        if limit is not None and not self._persistent:
+            raise InvalidTopologyError(
+                f"{type(self).__name__}: with_max_events_in_memory({limit}) bounds "
+                "persistent windows: call with_persistence() too, or remove it"
+            )
         if self._persistent:
             executor = PersistentWindowedBoltExecutor(self)
             executor.max_events_in_memory = limit
