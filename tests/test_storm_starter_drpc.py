@@ -4,10 +4,7 @@ ManualDRPC and ReachTopology) against a DRPC server."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -15,8 +12,7 @@ import pytest
 
 from squall.drpc import DRPCClient, DRPCServer, LocalDRPC
 from tests.conftest import ENGINE_SETTINGS, Engine, EngineSettings, on_engines
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "storm_starter"
+from tests.starter_loading import load_starter
 
 
 @pytest.fixture
@@ -27,16 +23,8 @@ def engine_settings() -> dict[str, EngineSettings]:
 
 
 def example(name: str) -> ModuleType:
-    """Import ``examples/storm_starter/<name>.py`` as a module of its own."""
-    module_name = f"storm_starter_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The example ``name``, imported from its file."""
+    return load_starter(name)
 
 
 def reach(url: str, tweeters: dict[str, list[str]], followers: dict[str, list[str]]) -> int:

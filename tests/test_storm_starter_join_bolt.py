@@ -4,28 +4,17 @@ clock. (tests/test_storm_starter_single_join.py runs the same join on every engi
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 from squall import Fields, LocalCluster, ManualClock
 from squall.testing import CapturingBolt, FeederSpout
 from tests.helpers import wait_until
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "storm_starter" / "join_bolt.py"
+from tests.starter_loading import load_starter
 
 
 def load() -> ModuleType:
-    """The example, imported from its file (examples/storm_starter is no package)."""
-    name = "example_storm_starter_join_bolt"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """The example, imported from its file."""
+    return load_starter("join_bolt")
 
 
 def test_join_bolt_example_selects_qualified_ids() -> None:

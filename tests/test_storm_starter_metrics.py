@@ -6,33 +6,22 @@ the topology did."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import logging
 import random
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from squall import Config, LocalCluster, ManualClock
-
-STORM_STARTER = Path(__file__).resolve().parent.parent / "examples" / "storm_starter"
+from tests.starter_loading import load_starter
 
 
 def load(name: str) -> ModuleType:
-    """Import ``examples/storm_starter/<name>.py`` (not a package) from its file."""
-    module_name = f"storm_starter_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, STORM_STARTER / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+    """The example ``name``, imported from its file."""
+    return load_starter(name)
 
 
 def logged_points(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, str, str]]:

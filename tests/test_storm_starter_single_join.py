@@ -8,9 +8,6 @@ the order in which the two spouts' tuples arrive.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -19,20 +16,12 @@ from squall import Count, LocalCluster, ManualClock
 from squall.testing import CapturingBolt, FeederSpout
 from tests.conftest import Engine, on_engines
 from tests.helpers import wait_until
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "storm_starter" / "single_join.py"
+from tests.starter_loading import load_starter
 
 
 def load() -> ModuleType:
-    """The example, imported from its file (examples/storm_starter is no package)."""
-    name = "example_storm_starter_single_join"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """The example, imported from its file."""
+    return load_starter("single_join")
 
 
 #: Id i is "male" when even, "female" when odd, and aged i + 20.

@@ -4,9 +4,7 @@ with exact sums computed here, on LocalCluster and SparkCluster."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,19 +14,12 @@ import pytest
 from squall import LocalCluster
 from squall.testing import complete_topology
 from tests.helpers import wait_until
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "storm_starter"
+from tests.starter_loading import load_starter
 
 
 def load(name: str) -> ModuleType:
-    module_name = f"storm_starter_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, EXAMPLE / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+    """The example ``name``, imported from its file."""
+    return load_starter(name)
 
 
 def expected_sums(count: int, seed: int) -> list[int]:

@@ -4,10 +4,7 @@ exact results computed here from the data, on LocalCluster and SparkCluster."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -15,21 +12,14 @@ import pytest
 
 from squall.testing import complete_topology
 from tests.conftest import Engine, on_engine
+from tests.starter_loading import load_starter
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "storm_starter"
 CONF = {"topology.max.spout.pending": 3, "topology.trident.batch.emit.interval.millis": 0}
 
 
 def load(name: str) -> ModuleType:
-    """The example module ``name`` (loaded once from its file, not as a package)."""
-    module_name = f"storm_starter_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+    """The example ``name``, imported from its file."""
+    return load_starter(name)
 
 
 def batches(data: dict[int, list[list[Any]]], take: int) -> list[list[str]]:

@@ -5,11 +5,8 @@ are computed here from those inputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -17,21 +14,12 @@ from squall.drpc import LocalDRPC
 from squall.testing import SharedRecord
 from squall.trident import Filter, FixedBatchSpout, TridentTuple
 from tests.conftest import Engine
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "storm_starter"
+from tests.starter_loading import load_starter
 
 
 def load(name: str) -> ModuleType:
-    """Import ``examples/storm_starter/<name>.py`` as module ``storm_starter_<name>``."""
-    module_name = f"storm_starter_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The example ``name``, imported from its file."""
+    return load_starter(name)
 
 
 class Recorder(Filter):

@@ -6,9 +6,6 @@ fires at every ``s``-th word with the last ``n`` words (fewer at first)."""
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -20,19 +17,12 @@ from squall.trident.windowing import (
     TumblingCountWindow,
 )
 from tests.conftest import Engine, on_engines
-
-EXAMPLE = Path(__file__).parent.parent / "examples" / "storm_starter" / "trident_windowing.py"
+from tests.starter_loading import load_starter
 
 
 def load_example() -> ModuleType:
-    name = "storm_starter_trident_windowing"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """The example, imported from its file."""
+    return load_starter("trident_windowing")
 
 
 SENTENCES = [
