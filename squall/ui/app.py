@@ -1,6 +1,7 @@
 """The UI server's ASGI application: the REST API under ``/api/v1/`` (see
-``docs/ui.md``), its OpenAPI description at ``/api/v1/openapi.json``, and the guard in
-front of everything (see :class:`Guard`).
+``docs/ui.md``), its OpenAPI description at ``/api/v1/openapi.json``, the Prometheus
+metrics at ``/metrics`` (see :mod:`squall.ui.prometheus`), and the guard in front of
+everything (see :class:`Guard`).
 
 Every handler runs on the server's threads and only reads the cluster's figures or
 calls its control methods (activate, deactivate, kill, rebalance): nothing a request
@@ -20,6 +21,7 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Body, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from prometheus_client.exposition import choose_encoder
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import squall
@@ -39,6 +41,7 @@ from squall.ui.models import (
     TopologySummary,
 )
 from squall.ui.pages import pages_router
+from squall.ui.prometheus import metrics_registry
 from squall.ui.views import (
     ALL_TIME,
     UnknownName,
@@ -237,22 +240,38 @@ def _router(cluster: Cluster, control: Control, started: float) -> APIRouter:
     return router
 
 
+def _metrics_router(cluster: Cluster) -> APIRouter:
+    """``GET /metrics``: the cluster's figures in Prometheus' text format (OpenMetrics
+    when the scraper asks for it), read at each request."""
+    router = APIRouter()
+    registry = metrics_registry(cluster)
+
+    @router.get("/metrics", include_in_schema=False)
+    def get_metrics(request: Request) -> Response:
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encoder(registry), headers={"Content-Type": content_type})
+
+    return router
+
+
 def make_app(
     cluster: Cluster,
     token: str | None,
     host: str,
     port: int,
     allowed_hosts: Iterable[str] = (),
+    metrics_only: bool = False,
 ) -> FastAPI:
     """The application serving ``cluster`` (the server listens on ``host:port``; see
-    :class:`~squall.ui.guard.Guard` for ``token`` and ``allowed_hosts``)."""
+    :class:`~squall.ui.guard.Guard` for ``token`` and ``allowed_hosts``): the pages,
+    the REST API and ``/metrics``, or ``/metrics`` alone if ``metrics_only``."""
     guard = Guard(token, host, port, allowed_hosts)
     control = Control(cluster)
     app = FastAPI(
         title="squall",
         version=squall.__version__,
         description="The REST API of a squall cluster: topologies, their figures, control.",
-        openapi_url=f"{API}/openapi.json",
+        openapi_url=None if metrics_only else f"{API}/openapi.json",
         docs_url=None,
         redoc_url=None,
     )
@@ -297,8 +316,10 @@ def make_app(
             message = f"no such path: {cut(request.url.path)}"
         return _answer(exc.status_code, message, dict(exc.headers or {}))
 
-    app.include_router(_router(cluster, control, time.monotonic()))
-    app.include_router(pages_router(cluster))
+    app.include_router(_metrics_router(cluster))
+    if not metrics_only:
+        app.include_router(_router(cluster, control, time.monotonic()))
+        app.include_router(pages_router(cluster))
     app.state.control = control
     return app
 

@@ -31,9 +31,10 @@ START_TIMEOUT_SECS = 30.0
 
 
 class UIServer:
-    """Serves the web UI (``/``) and the REST API (``/api/v1/``) of ``cluster``: a
-    :class:`~squall.runtime.cluster.Cluster` of this process (a
-    :class:`~squall.LocalCluster` or a :class:`~squall.spark.SparkCluster`).
+    """Serves the web UI (``/``), the REST API (``/api/v1/``) and the Prometheus
+    metrics (``/metrics``) of ``cluster``: a :class:`~squall.runtime.cluster.Cluster`
+    of this process (a :class:`~squall.LocalCluster` or a
+    :class:`~squall.spark.SparkCluster`).
 
     Args:
         cluster: the cluster whose topologies are shown and steered.
@@ -53,6 +54,8 @@ class UIServer:
             logged when the server starts.
         limits: the bounds on connections, request bodies and read times
             (:class:`~squall.ui.limits.UILimits`; its defaults if None).
+        metrics_only: serve ``/metrics`` alone (no pages, no REST API), under the
+            same rules (host, token, limits).
 
     Raises:
         SquallError: ``host`` is beyond loopback with neither a token nor
@@ -75,11 +78,14 @@ class UIServer:
         allowed_hosts: Sequence[str] = (),
         allow_unauthenticated_remote: bool = False,
         limits: UILimits | None = None,
+        metrics_only: bool = False,
     ) -> None:
         if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
+            what = "metrics server" if metrics_only else "UI server"
+            risk = "read every topology's figures" if metrics_only else "kill topologies"
             raise SquallError(
-                f"the UI server would listen on {host}, beyond this machine, without a "
-                "token: anyone reaching it could kill topologies. Give a token (token=..., "
+                f"the {what} would listen on {host}, beyond this machine, without a "
+                f"token: anyone reaching it could {risk}. Give a token (token=..., "
                 "squall run --ui-token-file or SQUALL_UI_TOKEN), listen on 127.0.0.1, or "
                 "allow it explicitly with allow_unauthenticated_remote=True "
                 "(--ui-allow-unauthenticated-remote)"
@@ -92,6 +98,7 @@ class UIServer:
         Guard(token, host, port, self.allowed_hosts)  # an invalid entry is refused now
         self.allow_unauthenticated_remote = allow_unauthenticated_remote
         self.limits = limits or UILimits()
+        self.metrics_only = metrics_only
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -134,7 +141,7 @@ class UIServer:
                 self.url,
             )
         app = self._app = make_app(
-            self.cluster, self.token, self.host, self.port, self.allowed_hosts
+            self.cluster, self.token, self.host, self.port, self.allowed_hosts, self.metrics_only
         )
         limits = self.limits
         config = uvicorn.Config(
