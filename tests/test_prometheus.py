@@ -301,3 +301,47 @@ def test_squall_run_serves_metrics_alone_on_the_metrics_port(tmp_path: Path) -> 
         rest = run.stdout.read()
         assert run.wait(timeout=60) == 0, rest
     assert "numbers" in rest  # the summary's table
+
+
+def test_a_spark_topology_is_scraped_with_its_micro_batches(spark: Any, tmp_path: Path) -> None:
+    from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS
+    from squall.spark import SparkCluster
+
+    with (
+        SparkCluster(spark=spark, checkpoint_dir=str(tmp_path)) as cluster,
+        UIServer(cluster, port=0) as ui,
+    ):
+        cluster.submit_topology(
+            "words", {"topology.spark.batch.interval.millis": 50}, words_topology()
+        )
+        wait_until(
+            lambda: cluster.get_topology_info("words").components["words"].failed == 2,
+            timeout=120.0,
+        )
+        cluster.wait_idle("words")
+        info = cluster.get_topology_info("words")
+        samples, types = scrape(ui.url)
+    query = info.spark.first if info.spark else None
+    assert query is not None and query.batches >= 1
+    spout = by(samples, "squall_acked_total", "component", "task")
+    (spout_task,) = info.components["words"].tasks
+    assert spout[("words", str(spout_task))] == 4
+    failed = by(samples, "squall_failed_total", "component", "task")
+    assert failed[("words", str(spout_task))] == 2
+    executed = by(samples, "squall_executed_total", "component", "task")
+    assert sum(v for (c, _), v in executed.items() if c == "upper") == 6
+    assert sum(v for (c, _), v in executed.items() if c == "sink") == 4
+    assert by(samples, "squall_errors_total", "component")[("upper",)] == 2
+    assert by(samples, "squall_batch_rows_total", "query") == {("core",): 6}
+    assert by(samples, "squall_batches_total", "query") == {("core",): query.batches}
+    assert by(samples, "squall_batch_retries_total", "query") == {("core",): 0}
+    assert types["squall_batch_duration_seconds"] == "histogram"
+    buckets = by(samples, "squall_batch_duration_seconds_bucket", "query", "le")
+    bounds = [*(str(bound) for bound in BATCH_DURATION_BUCKETS), "+Inf"]
+    assert [le for (_, le) in buckets] == bounds
+    counts = [buckets[("core", le)] for le in bounds]
+    assert counts == sorted(counts) and counts[-1] == query.batches
+    assert by(samples, "squall_batch_duration_seconds_count", "query") == {("core",): query.batches}
+    (total,) = by(samples, "squall_batch_duration_seconds_sum", "query").values()
+    assert total > 0
+    assert "squall_pending_trees" not in types  # the local engine's figures

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from squall.model.errors import SquallError
 from squall.runtime.cluster import Cluster
-from squall.runtime.engine_figures import SparkFigures
+from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS, SparkFigures
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 
 #: The labels of a task's figures.
@@ -183,19 +183,15 @@ def _spark(families: _Families, topology: str, spark: SparkFigures) -> None:
             "Failed runs of a micro-batch that were run again.",
             QUERY_LABELS,
         ).add_metric(labels, figures.retries)
-        families.gauge(
-            "squall_last_batch_rows", "Rows the newest micro-batch read.", QUERY_LABELS
-        ).add_metric(labels, figures.last_batch_rows)
-        families.gauge(
-            "squall_last_batch_duration_seconds",
-            "Wall time of the newest micro-batch.",
-            QUERY_LABELS,
-        ).add_metric(labels, figures.last_batch_ms / 1000.0)
-        families.gauge(
-            "squall_median_batch_duration_seconds",
-            "Median wall time of the recent micro-batches.",
-            QUERY_LABELS,
-        ).add_metric(labels, figures.median_batch_ms / 1000.0)
+        counts = figures.duration_buckets or (0,) * len(BATCH_DURATION_BUCKETS)
+        buckets = [
+            (str(bound), count) for bound, count in zip(BATCH_DURATION_BUCKETS, counts, strict=True)
+        ]
+        families.histogram(
+            "squall_batch_duration_seconds", "Wall time of a query's micro-batches.", QUERY_LABELS
+        ).add_metric(
+            labels, [*buckets, ("+Inf", figures.batches)], figures.duration_ms_total / 1000.0
+        )
 
 
 def topology_metrics(families: _Families, info: TopologyInfo) -> None:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from pyspark.accumulators import AccumulatorParam
 
+from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.execute.ledger import LedgerPart
 
@@ -107,6 +108,9 @@ class BatchFigures:
         self.last_batch_id: int | None = None
         self.last_rows = 0
         self.last_duration_ms = 0.0
+        self.duration_ms_total = 0.0
+        #: Per bound of ``BATCH_DURATION_BUCKETS``, the batches that took at most that.
+        self.duration_buckets = [0] * len(BATCH_DURATION_BUCKETS)
         self.rows_total = 0
         self.retries = 0
         self.errors: list[ErrorInfo] = []
@@ -132,5 +136,9 @@ class BatchFigures:
         self.last_rows = rows
         self.rows_total += rows
         self.last_duration_ms = duration_ms
+        self.duration_ms_total += duration_ms
+        for index, bound in enumerate(BATCH_DURATION_BUCKETS):
+            if duration_ms <= bound * 1000.0:
+                self.duration_buckets[index] += 1
         self.recent_ms.append(duration_ms)
         self.recent.append((batch_id, rows, duration_ms, commits))
