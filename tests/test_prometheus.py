@@ -345,3 +345,46 @@ def test_a_spark_topology_is_scraped_with_its_micro_batches(spark: Any, tmp_path
     (total,) = by(samples, "squall_batch_duration_seconds_sum", "query").values()
     assert total > 0
     assert "squall_pending_trees" not in types  # the local engine's figures
+
+
+def test_squall_run_refuses_a_metrics_server_beyond_loopback_without_a_token(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from squall.cli.main import main
+
+    source = tmp_path / "finite.py"
+    source.write_text(textwrap.dedent(FINITE))
+    arguments = ["run", str(source), "--metrics-port", "0", "--metrics-host", "0.0.0.0"]
+    result = CliRunner().invoke(main, [*arguments, "--no-live"], env={"SQUALL_UI_TOKEN": ""})
+    assert result.exit_code == 1, result.output
+    assert (
+        "the metrics server would listen on 0.0.0.0, beyond this machine, without a token"
+        in result.output
+    )
+
+
+class Vanishing:
+    """A cluster whose topology ``gone`` is killed between the listing and its read."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+
+    def topology_names(self) -> list[str]:
+        return ["gone", *self.cluster.topology_names()]
+
+    def get_topology_info(self, name: str) -> Any:
+        if name == "gone":
+            raise SquallError("no topology named 'gone' is running")
+        return self.cluster.get_topology_info(name)
+
+
+def test_a_topology_killed_during_a_scrape_is_left_out(served: Any) -> None:
+    from prometheus_client import generate_latest
+
+    from squall.ui.prometheus import metrics_registry
+
+    cluster, _ = served
+    samples, _ = parse(generate_latest(metrics_registry(Vanishing(cluster))).decode())
+    assert {dict(key)["topology"] for key in samples["squall_acked_total"]} == {"words"}
