@@ -20,6 +20,7 @@ from squall.model.errors import SquallError
 from squall.ui.connections import protocol_class
 from squall.ui.guard import Guard, is_loopback
 from squall.ui.limits import BodyLimit, UILimits
+from squall.ui.series import SeriesRecorder
 
 if TYPE_CHECKING:
     from squall.runtime.cluster import Cluster
@@ -53,6 +54,8 @@ class UIServer:
             logged when the server starts.
         limits: the bounds on connections, request bodies and read times
             (:class:`~squall.ui.limits.UILimits`; its defaults if None).
+        sample_secs: how often the figures the charts draw are sampled (see
+            :class:`~squall.ui.series.SeriesRecorder`).
 
     Raises:
         SquallError: ``host`` is beyond loopback with neither a token nor
@@ -75,6 +78,7 @@ class UIServer:
         allowed_hosts: Sequence[str] = (),
         allow_unauthenticated_remote: bool = False,
         limits: UILimits | None = None,
+        sample_secs: float = 2.0,
     ) -> None:
         if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
             raise SquallError(
@@ -92,6 +96,7 @@ class UIServer:
         Guard(token, host, port, self.allowed_hosts)  # an invalid entry is refused now
         self.allow_unauthenticated_remote = allow_unauthenticated_remote
         self.limits = limits or UILimits()
+        self.series = SeriesRecorder(cluster, sample_secs)
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -134,7 +139,7 @@ class UIServer:
                 self.url,
             )
         app = self._app = make_app(
-            self.cluster, self.token, self.host, self.port, self.allowed_hosts
+            self.cluster, self.token, self.host, self.port, self.allowed_hosts, self.series
         )
         limits = self.limits
         config = uvicorn.Config(
@@ -154,6 +159,7 @@ class UIServer:
             daemon=True,
         )
         self._thread.start()
+        self.series.start()
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
@@ -174,6 +180,7 @@ class UIServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        self.series.stop()
         if self._app is not None:
             self._app.state.control.stop()
         self._server = None
