@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from squall import BasicBolt, LocalCluster, TopologyBuilder
+from squall import BasicBolt, LocalCluster, Spout, TopologyBuilder
 from squall.model.topology import StormTopology
 from squall.runtime.engine_figures import LocalFigures
 from squall.runtime.metrics import ComponentStats, TopologyInfo
@@ -340,3 +340,34 @@ def test_the_local_engine_reports_each_tasks_queue() -> None:
 
         assert set(tasks) <= set(queued())
         wait_until(lambda: all(queued()[task] > 5 for task in tasks), timeout=30.0)
+
+
+class Endless(Spout):
+    """Emits numbers for ever."""
+
+    outputs = ["n"]
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.collector.emit([self.n])
+
+
+def test_worker_processes_report_each_tasks_queue() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("endless", Endless())
+    builder.set_bolt("slow", Slow()).shuffle_grouping("endless")
+    conf = {"topology.workers": 2, "topology.worker.kind": "process"}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("p", conf, builder.create_topology())
+        (task,) = cluster.get_topology_info("p").components["slow"].tasks
+
+        def queued() -> dict[int, int]:
+            local = cluster.get_topology_info("p").local
+            assert local is not None and local.worker_kind == "process"
+            return local.task_queued
+
+        wait_until(lambda: queued().get(task, 0) > 5, timeout=60.0, interval=0.1)

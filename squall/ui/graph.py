@@ -18,7 +18,7 @@ from urllib.parse import quote
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
-BOX_WIDTH = 240
+BOX_WIDTH = 270
 BOX_HEIGHT = 58
 COLUMN_GAP = 120
 ROW_GAP = 34

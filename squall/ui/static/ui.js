@@ -83,8 +83,21 @@ function errorCell(row) {
 }
 
 const COLOURS = ["#2563eb", "#16a34a", "#dc2626", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
-const CHART_WIDTH = 430;
 const CHART_HEIGHT = 190;
+
+// Two charts a row, as wide as the page lets them be.
+function chartWidth(container) {
+  return Math.max(320, Math.floor((container.clientWidth - 16) / 2) - 18);
+}
+
+// Tick labels of the time axis: hours and minutes, seconds too within an hour.
+function clockTicks(u, splits) {
+  const span = u.scales.x.max - u.scales.x.min;
+  const options = span < 3600 ? { hour: "2-digit", minute: "2-digit", second: "2-digit" }
+    : span < 86400 ? { hour: "2-digit", minute: "2-digit" }
+      : { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
+  return splits.map((v) => new Date(v * 1000).toLocaleTimeString([], options));
+}
 
 // One chart: a titled box whose uPlot is made on the first data and updated after;
 // made anew when its series change (a bolt appears, the latency turns p99).
@@ -113,14 +126,14 @@ function draw(box, times, lines, unit) {
   plot.replaceChildren();
   box.plotKey = key;
   box.plot = new uPlot({
-    width: CHART_WIDTH, height: CHART_HEIGHT,
+    width: chartWidth(box.parentElement), height: CHART_HEIGHT,
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-    axes: [{}, { label: unit, size: 60 }],
+    axes: [{ values: clockTicks, space: 90 }, { label: unit, size: 60 }],
     series: [{}, ...lines.map(([label], index) => ({
       label, stroke: COLOURS[index % COLOURS.length], width: 1.5, spanGaps: false,
       points: { show: points < 40 },
     }))],
-    legend: { live: true },
+    legend: { live: false },
   }, data, plot);
 }
 
