@@ -126,7 +126,7 @@ function draw(box, times, lines, unit) {
   plot.replaceChildren();
   box.plotKey = key;
   box.plot = new uPlot({
-    width: chartWidth(box.parentElement), height: CHART_HEIGHT,
+    width: chartWidth(box.parentElement), height: CHART_HEIGHT, padding: [10, 36, 0, 0],
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
     axes: [{ values: clockTicks, space: 90 }, { label: unit, size: 60 }],
     series: [{}, ...lines.map(([label], index) => ({
