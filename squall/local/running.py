@@ -489,6 +489,7 @@ class RunningTopology(SubmittedTopology):
                     r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
                 ),
                 queued=sum(len(q) for q in self.inboxes),
+                task_queued={task: len(runner.inbox) for task, runner in runners.items()},
                 ack_messages=self._retired_ack_messages
                 + sum(b.messages_sent for b in self.ack_buffers),
                 executors=self.plan.component_executors(),

@@ -40,6 +40,9 @@ class LocalFigures:
     Attributes:
         pending: tuple trees emitted by spouts and not yet acked, failed or timed out.
         queued: tuples waiting in the tasks' input queues.
+        task_queued: task id -> tuples waiting in its input queue (a queue holding
+            ``topology.executor.receive.buffer.size`` tuples or more is full: its
+            producers are held back, see ``squall.local.backpressure``).
         ack_messages: messages the workers' ack buffers sent to the ackers (combined
             spout inits and bolt acks).
         executors: component id -> executors (system components included).
@@ -52,6 +55,7 @@ class LocalFigures:
 
     pending: int = 0
     queued: int = 0
+    task_queued: dict[int, int] = field(default_factory=dict)
     ack_messages: int = 0
     executors: dict[str, int] = field(default_factory=dict)
     worker_kind: str = "thread"

@@ -20,6 +20,7 @@ from squall.model.errors import SquallError
 from squall.ui.connections import protocol_class
 from squall.ui.guard import Guard, is_loopback
 from squall.ui.limits import BodyLimit, UILimits
+from squall.ui.series import SeriesRecorder
 
 if TYPE_CHECKING:
     from squall.runtime.cluster import Cluster
@@ -56,6 +57,8 @@ class UIServer:
             (:class:`~squall.ui.limits.UILimits`; its defaults if None).
         metrics_only: serve ``/metrics`` alone (no pages, no REST API), under the
             same rules (host, token, limits).
+        sample_secs: how often the figures the charts draw are sampled (see
+            :class:`~squall.ui.series.SeriesRecorder`).
 
     Raises:
         SquallError: ``host`` is beyond loopback with neither a token nor
@@ -79,6 +82,7 @@ class UIServer:
         allow_unauthenticated_remote: bool = False,
         limits: UILimits | None = None,
         metrics_only: bool = False,
+        sample_secs: float = 2.0,
     ) -> None:
         if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
             what = "metrics server" if metrics_only else "UI server"
@@ -99,6 +103,7 @@ class UIServer:
         self.allow_unauthenticated_remote = allow_unauthenticated_remote
         self.limits = limits or UILimits()
         self.metrics_only = metrics_only
+        self.series = SeriesRecorder(cluster, sample_secs)
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -141,7 +146,13 @@ class UIServer:
                 self.url,
             )
         app = self._app = make_app(
-            self.cluster, self.token, self.host, self.port, self.allowed_hosts, self.metrics_only
+            self.cluster,
+            self.token,
+            self.host,
+            self.port,
+            self.allowed_hosts,
+            self.metrics_only,
+            self.series,
         )
         limits = self.limits
         config = uvicorn.Config(
@@ -161,6 +172,8 @@ class UIServer:
             daemon=True,
         )
         self._thread.start()
+        if not self.metrics_only:  # the charts' samples: only the pages draw them
+            self.series.start()
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
@@ -181,6 +194,7 @@ class UIServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        self.series.stop()
         if self._app is not None:
             self._app.state.control.stop()
         self._server = None
