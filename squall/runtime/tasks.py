@@ -206,8 +206,11 @@ class BoltRunner(TaskRunner):
         if self.basic:
             count = self._run_basic(count, popleft, collector, meter, stop_at)
             # A basic bolt acks as execute returns: its process latency is its execute time.
-            stats.process_secs += perf_counter() - started
+            elapsed = perf_counter() - started
+            stats.process_secs += elapsed
             stats.process_count += count
+            if count:
+                stats.process_latency.record_many(elapsed * 1000.0 / count, count)
         else:
             # The batch's first tuple is the process-latency sample: its ack ends it.
             collector.sample_tuple = inbox[0]
@@ -229,8 +232,11 @@ class BoltRunner(TaskRunner):
                         self._failed(tup, exc)
                 count = ran
             collector.sample_tuple = None
-        stats.busy_secs += perf_counter() - started
+        elapsed = perf_counter() - started
+        stats.busy_secs += elapsed
         stats.executed += count
+        if count:  # the batch's tuples, each at its mean time
+            stats.execute_latency.record_many(elapsed * 1000.0 / count, count)
         return count
 
     def _run_basic(
@@ -412,6 +418,7 @@ class SpoutRunner(TaskRunner):
         for msg_id in completed:
             self.stats.acked += 1
             self.stats.complete_count += 1
+            self.stats.complete_latency.record(0.0)
             try:
                 ack(msg_id)
             except Exception as exc:
@@ -449,6 +456,7 @@ class SpoutRunner(TaskRunner):
                     stats.acked += 1
                     stats.complete_count += 1
                     stats.complete_ms += now_ms - entry[1]
+                    stats.complete_latency.record(now_ms - entry[1])
                     spout.ack(entry[0])
                 elif stream == ACK_FAIL_STREAM:
                     stats.failed += 1
@@ -462,6 +470,7 @@ class SpoutRunner(TaskRunner):
         pending = self.collector.pending
         stats = self.stats
         ack = self.component.ack
+        record = stats.complete_latency.record
         for root in roots:
             entry = pending.pop(root, None)
             if entry is None:  # already timed out
@@ -469,6 +478,7 @@ class SpoutRunner(TaskRunner):
             stats.acked += 1
             stats.complete_count += 1
             stats.complete_ms += now_ms - entry[1]
+            record(now_ms - entry[1])
             try:
                 ack(entry[0])
             except Exception as exc:
@@ -493,6 +503,7 @@ class SpoutRunner(TaskRunner):
                     stats.acked += 1
                     stats.complete_count += 1
                     stats.complete_ms += now_ms - entry[1]
+                    stats.complete_latency.record(now_ms - entry[1])
                     ack(entry[0])
                 else:
                     stats.failed += 1
