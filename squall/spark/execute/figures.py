@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from pyspark.accumulators import AccumulatorParam
 
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.execute.ledger import LedgerPart
 
@@ -56,6 +57,8 @@ class TaskFigures:
     errors: list[ErrorInfo] = field(default_factory=list)
     process_secs: float = 0.0
     process_count: int = 0
+    #: Latencies of the batch (ms) by kind: ``"execute"`` and ``"process"``.
+    latencies: dict[str, LatencyHistogram] = field(default_factory=dict)
     #: Output stream -> ``(emitted, transferred)``.
     streams: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: The component's own metrics (its ``metrics()``), as last reported.
