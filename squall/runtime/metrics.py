@@ -176,9 +176,9 @@ class TaskStats:
         """These counters (an earlier run of the task, e.g. a process that died) with
         ``later``'s (the run after it) added: a new snapshot, neither is changed.
 
-        Counts, latency sums and histograms and per-stream counts are added; errors are merged (the
-        most recent ``ERRORS_KEPT``); capacity is ``later``'s, the run that is there
-        now. Runs on any thread, on snapshots (see :meth:`snapshot`).
+        Counts, latency sums, latency histograms and per-stream counts are added;
+        errors are merged (the most recent ``ERRORS_KEPT``); capacity is ``later``'s,
+        the run that is there now. Runs on any thread, on snapshots (see :meth:`snapshot`).
         """
         total = later.snapshot()
         for name in _ADDED_COUNTERS:
