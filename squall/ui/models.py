@@ -77,6 +77,9 @@ class SpoutEntry(ErrorFields):
     acked: int
     failed: int
     completeLatency: str
+    completeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> complete latency in ms, as the mean"
+    )
 
 
 class BoltEntry(ErrorFields):
@@ -93,6 +96,12 @@ class BoltEntry(ErrorFields):
     capacity: str = Field(description="fraction of the last ~10 s its busiest task executed")
     executeLatency: str
     processLatency: str
+    executeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> execute latency in ms, as the mean"
+    )
+    processLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> process latency in ms, as the mean"
+    )
 
 
 class SparkBatch(BaseModel):
@@ -184,6 +193,15 @@ class ComponentWindowStats(BaseModel):
     completeLatency: str
     executeLatency: str
     processLatency: str
+    completeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> complete latency in ms, as the mean"
+    )
+    executeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> execute latency in ms, as the mean"
+    )
+    processLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> process latency in ms, as the mean"
+    )
 
 
 class InputEntry(BaseModel):

@@ -87,6 +87,11 @@ def latency(value: float) -> str:
     return f"{value:.3f}"
 
 
+def percentiles(values: dict[float, float]) -> dict[str, str]:
+    """Latency percentiles as the REST API gives them: ``{"99.9": "1.234"}`` (ms)."""
+    return {f"{p:g}": latency(ms) for p, ms in values.items()}
+
+
 def _info(cluster: Cluster, name: str, window: int | None = None) -> TopologyInfo:
     if name not in cluster.topology_names():
         raise UnknownName(f"no topology named {excerpt(name)} is running")
@@ -253,6 +258,7 @@ def topology_page(
             acked=s.acked,
             failed=s.failed,
             completeLatency=latency(s.complete_latency_ms),
+            completeLatencyPercentiles=percentiles(s.complete_latency_percentiles),
             **_last_error(s),
         )
         for cid, s in components.items()
@@ -271,6 +277,8 @@ def topology_page(
             capacity=latency(s.capacity),
             executeLatency=latency(s.execute_latency_ms),
             processLatency=latency(s.process_latency_ms),
+            executeLatencyPercentiles=percentiles(s.execute_latency_percentiles),
+            processLatencyPercentiles=percentiles(s.process_latency_percentiles),
             **_last_error(s),
         )
         for cid, s in components.items()
@@ -315,6 +323,9 @@ def _component_window(stats: ComponentStats, window: int | None) -> ComponentWin
         completeLatency=latency(stats.complete_latency_ms),
         executeLatency=latency(stats.execute_latency_ms),
         processLatency=latency(stats.process_latency_ms),
+        completeLatencyPercentiles=percentiles(stats.complete_latency_percentiles),
+        executeLatencyPercentiles=percentiles(stats.execute_latency_percentiles),
+        processLatencyPercentiles=percentiles(stats.process_latency_percentiles),
     )
 
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from pyspark.accumulators import AccumulatorParam
 
 from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.execute.ledger import LedgerPart
 
@@ -57,6 +58,8 @@ class TaskFigures:
     errors: list[ErrorInfo] = field(default_factory=list)
     process_secs: float = 0.0
     process_count: int = 0
+    #: Latencies of the batch (ms) by kind: ``"execute"`` and ``"process"``.
+    latencies: dict[str, LatencyHistogram] = field(default_factory=dict)
     #: Output stream -> ``(emitted, transferred)``.
     streams: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: The component's own metrics (its ``metrics()``), as last reported.
