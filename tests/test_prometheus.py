@@ -19,8 +19,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from squall import BasicBolt, Fields, LocalCluster, SquallError, TopologyBuilder
+from squall.runtime.latency import LatencyHistogram
+from squall.runtime.metrics import ComponentStats
 from squall.testing import FixedTupleSpout
 from squall.ui import UIServer
+from squall.ui.prometheus import LATENCY_BUCKETS_SECS, _Families, latency_histograms
 from tests.helpers import wait_until
 from tests.test_ui_api import words_topology
 
@@ -119,9 +122,10 @@ def test_an_idle_topology_is_scraped_with_exact_counters_per_task(served: Any) -
     # covers, their sum the total time.
     complete = by(samples, "squall_complete_latency_seconds_count", "component")
     assert complete == {("words",): 4}
-    assert by(samples, "squall_complete_latency_seconds_bucket", "component", "le") == {
-        ("words", "+Inf"): 4
-    }
+    buckets = by(samples, "squall_complete_latency_seconds_bucket", "component", "le")
+    assert buckets[("words", "+Inf")] == 4
+    counts = [buckets[("words", repr(bound))] for bound in LATENCY_BUCKETS_SECS]
+    assert counts == sorted(counts) and counts[-1] == 4  # cumulative; all under 60 s
     spout = info.components["words"]
     (total,) = by(samples, "squall_complete_latency_seconds_sum", "component").values()
     assert total == pytest.approx(spout.complete_latency_ms * 4 / 1000.0)
@@ -388,3 +392,33 @@ def test_a_topology_killed_during_a_scrape_is_left_out(served: Any) -> None:
     cluster, _ = served
     samples, _ = parse(generate_latest(metrics_registry(Vanishing(cluster))).decode())
     assert {dict(key)["topology"] for key in samples["squall_acked_total"]} == {"words"}
+
+
+def test_latency_buckets_count_the_recorded_latencies_in_seconds() -> None:
+    """Known latencies land in the exact ``le`` buckets, cumulatively; the sum is in
+    seconds; a component without a histogram keeps its count in ``+Inf`` alone."""
+    histogram = LatencyHistogram()
+    for ms in (0.05, 0.2, 0.2, 3.0, 40.0, 2_000.0):
+        histogram.record(ms)
+    spout = ComponentStats(component_id="words", kind="spout", tasks=[1])
+    spout.complete_count = 6
+    spout.latency_histograms = {"complete": histogram}
+    families = _Families()
+    latency_histograms(families, "t", spout)
+    family = families.families["squall_complete_latency_seconds"]
+    got = {s.labels["le"]: s.value for s in family.samples if s.name.endswith("_bucket")}
+    expected_at = {0.0001: 1, 0.00025: 3, 0.001: 3, 0.005: 4, 0.05: 5, 1.0: 5, 2.5: 6}
+    for bound, count in expected_at.items():
+        assert got[repr(bound)] == count, bound
+    assert got["+Inf"] == 6
+    (total,) = [s.value for s in family.samples if s.name.endswith("_sum")]
+    assert total == pytest.approx((0.05 + 0.4 + 3.0 + 40.0 + 2_000.0) / 1000.0, rel=0.01)
+
+    bolt = ComponentStats(component_id="stage", kind="bolt", tasks=[2])
+    bolt.executed, bolt.execute_latency_ms = 10, 2.0
+    families = _Families()
+    latency_histograms(families, "t", bolt)
+    family = families.families["squall_execute_latency_seconds"]
+    assert [(s.labels["le"], s.value) for s in family.samples if s.name.endswith("_bucket")] == [
+        ("+Inf", 10)
+    ]

@@ -81,15 +81,27 @@ class _Families:
         return family
 
 
+#: The ``le`` bounds (seconds) of the latency histograms: 100 µs to 1 min, for a
+#: tuple's sub-millisecond path as for a micro-batch's seconds.
+LATENCY_BUCKETS_SECS: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+
+
 def latency_histograms(families: _Families, topology: str, stats: ComponentStats) -> None:
     """Add ``stats``' latencies to the histograms ``squall_complete_latency_seconds``
     (spouts), ``squall_execute_latency_seconds`` and ``squall_process_latency_seconds``
-    (bolts), labels ``topology`` and ``component``.
+    (bolts), labels ``topology`` and ``component``: the one place latencies are
+    exported.
 
-    The one place latencies are exported. A histogram's ``_sum`` and ``_count`` are
-    the component's total latency and the tuples (trees) it covers, so
-    ``rate(_sum) / rate(_count)`` is the mean latency over any range; its only bucket
-    is ``+Inf`` (the count) until the engines keep latency buckets.
+    The buckets (:data:`LATENCY_BUCKETS_SECS`) count the latencies the engine recorded
+    in the component's histograms (all time); a latency counts in the buckets from its
+    histogram bucket's lower bound (at most 0.8% below it). ``_sum`` and ``_count`` are
+    the total latency and the tuples (trees) it covers, so ``rate(_sum) /
+    rate(_count)`` is the mean over any range and ``histogram_quantile`` the
+    percentiles. A component whose engine keeps no histogram (a Trident stage on
+    Spark) has only the ``+Inf`` bucket.
     """
     labels = [topology, stats.component_id]
     if stats.kind == "spout":
@@ -97,6 +109,7 @@ def latency_histograms(families: _Families, topology: str, stats: ComponentStats
             (
                 "squall_complete_latency_seconds",
                 "Time from a spout's emit of a tracked tuple to its tree's completion.",
+                "complete",
                 stats.complete_latency_ms,
                 stats.complete_count,
             )
@@ -106,19 +119,30 @@ def latency_histograms(families: _Families, topology: str, stats: ComponentStats
             (
                 "squall_execute_latency_seconds",
                 "Time a bolt spent in execute per tuple.",
+                "execute",
                 stats.execute_latency_ms,
                 stats.executed,
             ),
             (
                 "squall_process_latency_seconds",
                 "Time from the start of a bolt's execute to the tuple's ack (sampled).",
+                "process",
                 stats.process_latency_ms,
                 stats.process_count,
             ),
         ]
-    for name, documentation, mean_ms, count in figures:
+    bounds_ms = [bound * 1000.0 for bound in LATENCY_BUCKETS_SECS]
+    for name, documentation, kind, mean_ms, count in figures:
         family = families.histogram(name, documentation, COMPONENT_LABELS)
-        family.add_metric(labels, [("+Inf", count)], mean_ms * count / 1000.0)
+        histogram = stats.latency_histograms.get(kind)
+        if histogram is None or histogram.count == 0:
+            family.add_metric(labels, [("+Inf", count)], mean_ms * count / 1000.0)
+            continue
+        cumulative = histogram.cumulative_counts(bounds_ms)
+        pairs = zip(LATENCY_BUCKETS_SECS, cumulative, strict=True)
+        buckets = [(repr(bound), n) for bound, n in pairs]
+        buckets.append(("+Inf", histogram.count))
+        family.add_metric(labels, buckets, histogram.sum / 1000.0)
 
 
 def _component(families: _Families, topology: str, stats: ComponentStats) -> None:
