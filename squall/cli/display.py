@@ -34,9 +34,9 @@ METRICS_HIDDEN_FIRST = (
     "complete ms",
     "tasks",
     "kind",
+    "capacity",
     "execute p99",
     "execute ms",
-    "capacity",
 )
 
 
@@ -90,7 +90,7 @@ def _metric_values(stats: ComponentStats) -> dict[str, Text]:
 #: Headers of the metrics columns, the full one first, then a shorter one.
 _METRIC_HEADERS: dict[str, tuple[str, ...]] = {
     "execute ms": ("execute ms", "exec ms"),
-    "execute p99": ("execute p99", "exec p99"),
+    "execute p99": ("execute p99", "exec p99", "p99"),
     "complete ms": ("complete ms", "compl ms"),
     "complete p99": ("complete p99", "compl p99"),
     "capacity": ("capacity", "cap"),
