@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from squall import BasicBolt, LocalCluster, Spout, TopologyBuilder
 from squall.ui import UIServer
+from squall.ui.views import latency
 from tests.helpers import wait_until
 from tests.servers import missing_server
 
@@ -81,6 +82,16 @@ def test_the_topology_page_shows_live_figures_and_its_deactivate_button_stops_th
             timeout=WAIT_MS,
         )
         assert emitted(page) == final  # a refresh later, the spout has emitted nothing more
+
+        def p99_shown(table: str, row: str, field: str, kind: str) -> bool:
+            stats = cluster.get_topology_info("words").components[row]
+            want = latency(getattr(stats, f"{kind}_latency_percentiles")[99.0])
+            cell = f"#{table} tr[data-row='{row}'] td[data-field='{field}']"
+            return page.inner_text(cell) == want and want != latency(0.0)
+
+        # The p99 latencies stand next to the means: the cluster's own figures.
+        wait_until(lambda: p99_shown("spouts", "sentences", "completeP99", "complete"), 30.0)
+        wait_until(lambda: p99_shown("bolts", "split", "executeP99", "execute"), 30.0)
         screenshot = tmp_path / "topology-page.png"
         page.screenshot(path=str(screenshot), full_page=True)
         assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -174,7 +185,7 @@ def test_the_charts_draw_live_samples_and_the_graph_colours_bolts_by_capacity(
             timeout=WAIT_MS,
         )
         assert points(page, "chart-capacity") >= first
-        assert page.inner_text("#chart-latency figcaption") == "Complete latency, mean (ms)"
+        assert page.inner_text("#chart-latency figcaption") == "Complete latency p99 (ms)"
         legend = page.locator("#chart-capacity .u-legend .u-series .u-label").all_inner_texts()
         assert legend[-2:] == ["busy", "idle"]
         page.wait_for_function(
@@ -200,7 +211,7 @@ def test_the_charts_draw_live_samples_and_the_graph_colours_bolts_by_capacity(
 
         page.goto(f"{ui.url}topology/charted/component/busy")
         page.wait_for_selector("#chart-capacity canvas", timeout=WAIT_MS)
-        assert page.inner_text("#chart-latency figcaption") == "Execute latency, mean (ms)"
+        assert page.inner_text("#chart-latency figcaption") == "Execute latency p99 (ms)"
         before = points(page, "chart-capacity")
         assert before >= shown
         page.wait_for_function(

@@ -15,6 +15,7 @@ import pytest
 from squall import BasicBolt, LocalCluster, Spout, TopologyBuilder
 from squall.model.topology import StormTopology
 from squall.runtime.engine_figures import LocalFigures
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.testing import FeederSpout
 from squall.ui import UIServer
@@ -47,15 +48,6 @@ class FakeCluster:
         return self.conf
 
 
-@dataclass
-class WithPercentiles(ComponentStats):
-    """ComponentStats as an engine that reports latency percentiles gives them."""
-
-    complete_latency_percentiles: dict[float, float] = field(default_factory=dict)
-    execute_latency_percentiles: dict[float, float] = field(default_factory=dict)
-    process_latency_percentiles: dict[float, float] = field(default_factory=dict)
-
-
 def info(
     emitted: int,
     acked: int,
@@ -64,9 +56,8 @@ def info(
     capacity: float,
     uptime: float = 10.0,
     queued: dict[int, int] | None = None,
-    kind: type[ComponentStats] = ComponentStats,
 ) -> TopologyInfo:
-    spout = kind(
+    spout = ComponentStats(
         "spout",
         "spout",
         [1],
@@ -75,7 +66,7 @@ def info(
         complete_count=completed,
         complete_latency_ms=complete_ms,
     )
-    bolt = kind(
+    bolt = ComponentStats(
         "bolt",
         "bolt",
         [2, 3],
@@ -132,21 +123,25 @@ def test_rates_and_interval_means_come_from_the_counts_between_samples(clock: li
     assert second.latency_kind == "mean"
 
 
+def histogram(latencies_ms: list[float]) -> LatencyHistogram:
+    recorded = LatencyHistogram()
+    for ms in latencies_ms:
+        recorded.record(ms)
+    return recorded
+
+
 def test_the_latency_is_the_p99_where_the_engine_reports_percentiles(clock: list[float]) -> None:
-    figures = info(100, 50, 50, 10.0, 0.25, kind=WithPercentiles)
-    spout = figures.components["spout"]
-    assert isinstance(spout, WithPercentiles)
-    spout.complete_latency_percentiles = {50.0: 9.0, 99.0: 31.5, 99.9: 40.0}
-    bolt = figures.components["bolt"]
-    assert isinstance(bolt, WithPercentiles)
-    bolt.execute_latency_percentiles = {50.0: 0.2, 99.0: 1.25, 99.9: 2.0}
+    figures = info(100, 50, 50, 10.0, 0.25)
+    spout, bolt = figures.components["spout"], figures.components["bolt"]
+    spout.with_histograms({"complete": histogram([9.0] * 98 + [31.5, 31.5])})
+    bolt.with_histograms({"execute": histogram([0.2] * 98 + [1.25, 1.25])})
     recorder = SeriesRecorder(FakeCluster({"t": figures}))  # type: ignore[arg-type]
     recorder.sample()
     (sample,) = recorder.samples("t", None)
     assert sample.latency_kind == "p99"
-    assert sample.components["spout"].latency == 31.5
-    assert sample.components["bolt"].latency == 1.25
-    assert sample.topology.latency == 31.5
+    assert sample.components["spout"].latency == pytest.approx(31.5, rel=0.01)
+    assert sample.components["bolt"].latency == pytest.approx(1.25, rel=0.01)
+    assert sample.topology.latency == sample.components["spout"].latency
 
 
 def test_what_is_kept_is_bounded_and_ended_topologies_are_forgotten(clock: list[float]) -> None:
@@ -277,7 +272,7 @@ def test_the_series_endpoints_answer_the_samples_of_a_running_topology() -> None
         document = answer()
         count = len(document["times"])
         assert (document["id"], document["window"], document["sampleSecs"]) == ("slow", "600", 0.2)
-        assert document["latencyKind"] == "mean"
+        assert document["latencyKind"] == "p99"
         assert list(document["components"]) == ["feed", "slow"]
         assert document["times"] == sorted(document["times"])
         for values in [document["topology"], *document["components"].values()]:

@@ -101,8 +101,10 @@ def percentile(stats: ComponentStats | None) -> float | None:
 
 
 def has_percentiles(stats: ComponentStats) -> bool:
-    """Whether the engine reports latency percentiles (the field exists)."""
-    return hasattr(stats, "complete_latency_percentiles")
+    """Whether the engine keeps latency histograms for ``stats`` (so its percentiles
+    are figures, not the zeros of a component without them, such as a Trident stage
+    on Spark)."""
+    return bool(stats.latency_histograms)
 
 
 def _rate(now: int, before: int | None, secs: float) -> float | None:

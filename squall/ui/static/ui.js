@@ -24,6 +24,9 @@ function link(href, text) { return el("a", { href }, text); }
 function number(value) { return typeof value === "number" ? value.toLocaleString("en-US") : value; }
 function enc(value) { return encodeURIComponent(value); }
 
+// The p99 of a latency (its percentiles as the REST API gives them), for a table cell.
+function p99(field) { return (row) => (row[field] && row[field]["99"]) || "-"; }
+
 function table(columns, rows, key) {
   const head = el("tr", {}, ...columns.map(([title]) => el("th", {}, title)));
   const body = rows.map((row) => el("tr", { "data-row": key ? row[key] : undefined },
@@ -242,13 +245,16 @@ async function topologyPage(page, where, state) {
   const component = (field) => (row) => link(`/topology/${enc(t.name)}/component/${enc(row[field])}`, row[field]);
   document.getElementById("spouts").replaceChildren(table([["Id", "spoutId", component("spoutId")],
     ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-    ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"],
-    ["Last error", "lastError", errorCell]], t.spouts, "spoutId"));
+    ["Complete latency (ms)", "completeLatency"],
+    ["Complete p99 (ms)", "completeP99", p99("completeLatencyPercentiles")], ["Acked", "acked"],
+    ["Failed", "failed"], ["Last error", "lastError", errorCell]], t.spouts, "spoutId"));
   document.getElementById("bolts").replaceChildren(table([["Id", "boltId", component("boltId")],
     ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-    ["Capacity", "capacity"], ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
-    ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"],
-    ["Last error", "lastError", errorCell]], t.bolts, "boltId"));
+    ["Capacity", "capacity"], ["Execute latency (ms)", "executeLatency"],
+    ["Execute p99 (ms)", "executeP99", p99("executeLatencyPercentiles")], ["Executed", "executed"],
+    ["Process latency (ms)", "processLatency"],
+    ["Process p99 (ms)", "processP99", p99("processLatencyPercentiles")], ["Acked", "acked"],
+    ["Failed", "failed"], ["Last error", "lastError", errorCell]], t.bolts, "boltId"));
   const spark = document.getElementById("spark");
   if (t.spark) {
     spark.replaceChildren(el("h2", {}, "Micro-batches"),
@@ -274,10 +280,15 @@ async function componentPage(page, where, state) {
   const perWindow = c.spoutSummary || c.boltStats;
   const windowColumns = c.componentType === "spout"
     ? [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-      ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"]]
+      ["Complete latency (ms)", "completeLatency"],
+      ["Complete p99 (ms)", "completeP99", p99("completeLatencyPercentiles")],
+      ["Acked", "acked"], ["Failed", "failed"]]
     : [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-      ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
-      ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"]];
+      ["Execute latency (ms)", "executeLatency"],
+      ["Execute p99 (ms)", "executeP99", p99("executeLatencyPercentiles")], ["Executed", "executed"],
+      ["Process latency (ms)", "processLatency"],
+      ["Process p99 (ms)", "processP99", p99("processLatencyPercentiles")],
+      ["Acked", "acked"], ["Failed", "failed"]];
   if (!state.built) {
     page.replaceChildren(el("div", { id: "component-head" }), el("h2", {}, "Charts"),
       el("div", { id: "charts", class: "charts" }), el("div", { id: "component-body" }));
