@@ -41,6 +41,10 @@ from squall.runtime.routing import StreamRoute
 #: A budget meaning "no target to watch": never runs out in practice.
 UNLIMITED = 1 << 62
 
+#: Spouts are not polled while a bolt's queue holds more tuples than this (or than the
+#: queues' capacity, if smaller): about one worker round of a bolt task's tuples.
+SPOUT_QUEUE_LIMIT = 2048
+
 
 def component_graph(topology: StormTopology) -> dict[str, set[str]]:
     """Component id -> the components subscribing to any of its streams (the acker and
@@ -212,13 +216,16 @@ def build_gates(
         for task in tasks:
             writers[task] = writers.get(task, 0) + producers
     gates: dict[int, OutputGate] = {}
+    # Spouts wait for short queues: they feed at most about a round of tuples ahead.
+    spout_capacity = min(capacity, SPOUT_QUEUE_LIMIT)
     for component_id, task_ids in plan.component_tasks.items():
+        spec = topology.get_component(component_id)
         targets = watched.get(component_id, [])
         # Only the streams that reach a watched queue count towards the budget (not the
         # checkpoint stream: a tuple a second).
         streams = {
             stream_id
-            for stream_id in topology.get_component(component_id).streams
+            for stream_id in spec.streams
             if stream_id != CHECKPOINT_STREAM
             and any(
                 s in components[component_id]
@@ -232,7 +239,7 @@ def build_gates(
             gates[task_id] = OutputGate(
                 [inboxes[t] for t in targets],
                 [writers[t] for t in targets],
-                capacity,
+                spout_capacity if spec.is_spout else capacity,
                 [routes[stream_id] for stream_id in sorted(streams)],
             )
     return gates
