@@ -22,8 +22,15 @@ Tuples circulating in a cycle are bounded only by what the cycle itself does; pr
 feeding the cycle from outside, and the spouts, are still held back by its full queues.
 The acker's messages are not gated: bolts do not wait for the acker's queue, and the
 acker does not wait for the spouts' queues (spouts drain them every round, active or
-not; a spout task receives at most one message per pending tuple tree). Spouts are
-throttled while any bolt's queue, the acker's included, is full.
+not; a spout task receives at most one message per pending tuple tree).
+
+Spouts wait for short queues: a spout is not polled while any bolt's queue, the acker's
+included, holds more than ``SPOUT_QUEUE_LIMIT`` tuples (about one worker round of a
+task), and its gate measures room below that mark rather than below the capacity. Queues
+filled to their capacity hold each tuple for as long as the whole queue takes to run,
+and tuples held that long survive the garbage collector's young generations: full
+collections then take a growing share of the worker's time, throughput falls below the
+offered rate and the queues stay full (a stable, slow state). Short queues avoid it.
 """
 
 from __future__ import annotations
