@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from squall.local.backpressure import build_gates
+from squall.local.backpressure import SPOUT_QUEUE_LIMIT, build_gates
 from squall.local.exchange import Exchange, report_on
 from squall.local.rebalance import (
     RebalanceRequest,
@@ -223,8 +223,11 @@ class RunningTopology(SubmittedTopology):
             for task in self.plan.component_tasks[spec.component_id]
         ]
 
+        # Spouts wait for short queues (see squall.local.backpressure).
+        spout_limit = min(high_water, SPOUT_QUEUE_LIMIT)
+
         def backpressure() -> bool:
-            return any(len(inbox) > high_water for inbox in bolt_inboxes)
+            return any(len(inbox) > spout_limit for inbox in bolt_inboxes)
 
         gates = build_gates(
             self.topology,
