@@ -80,6 +80,7 @@ def realistic_info(spark_resources: str | None = None) -> TopologyInfo:
             failed=567,
             timed_out=12,
             complete_latency_ms=1_234.5678,
+            complete_latency_percentiles={50.0: 1_000.0, 99.0: 4_321.0, 99.9: 8_000.0},
         ),
         "b1-persistentAggregate": ComponentStats(
             "b1-persistentAggregate",
@@ -91,6 +92,7 @@ def realistic_info(spark_resources: str | None = None) -> TopologyInfo:
             acked=1_233_000,
             failed=1_567,
             execute_latency_ms=0.0123,
+            execute_latency_percentiles={50.0: 0.01, 99.0: 0.087, 99.9: 0.1},
             capacity=0.987,
             errors=aggregate_errors,
             errors_total=1_234,
@@ -104,6 +106,7 @@ def realistic_info(spark_resources: str | None = None) -> TopologyInfo:
             executed=12_345_678,
             acked=12_345_678,
             execute_latency_ms=2.5,
+            execute_latency_percentiles={50.0: 2.0, 99.0: 9.75, 99.9: 12.0},
             capacity=0.5,
             errors=[error(99.0, "count", 6, "ZeroDivisionError: division by zero", 40)],
             errors_total=1,
@@ -134,7 +137,9 @@ ALWAYS_SHOWN = {  # the essential columns: never hidden
 MAYBE_HIDDEN = {  # column name -> the values it holds
     "transferred": ["1,234,567", "24,691,356"],
     "complete ms": ["1,234.568"],
+    "complete p99": ["4,321.000"],
     "execute ms": ["0.012", "2.500", "0.001"],
+    "execute p99": ["0.087", "9.750"],
     "capacity": ["0.987", "0.500", "0.100"],
 }
 NUMBER = re.compile(r"(?<![\w.,])\d[\d,.]*")
@@ -198,7 +203,9 @@ def test_wide_console_gets_every_column_on_one_line() -> None:
         "acked",
         "failed",
         "execute ms",
+        "execute p99",
         "complete ms",
+        "complete p99",
         "capacity",
         "errors",
     ):
@@ -216,6 +223,8 @@ def test_wide_console_gets_every_column_on_one_line() -> None:
         "1,233,000",
         "1,567",
         "0.012",
+        "0.087",
+        "-",
         "-",
         "0.987",
         "1,234",
@@ -226,7 +235,16 @@ def test_80_columns_hide_columns_in_order_and_say_so() -> None:
     output = render(metrics_table(realistic_info(), order=ORDER), 80)
     assert_fits(output, 80)
     hidden = hidden_columns(output)
-    assert hidden == ["transferred", "complete ms", "tasks", "kind", "execute ms", "capacity"]
+    assert hidden == [
+        "transferred",
+        "complete p99",
+        "complete ms",
+        "tasks",
+        "kind",
+        "capacity",
+        "execute p99",
+        "execute ms",
+    ]
     assert "┃ component" in output  # still a table
 
 
@@ -235,7 +253,7 @@ def test_narrow_console_gets_one_block_per_component() -> None:
     assert_fits(output, 40)
     assert "hidden" not in output  # blocks show every metric
     block = output[output.index("b1-persistentAggregate (bolt, 2 tasks)") :]
-    lines = [" ".join(line.split()) for line in block.splitlines()[1:9]]
+    lines = [" ".join(line.split()) for line in block.splitlines()[1:10]]
     assert lines == [
         "emitted 12,345,678",
         "transferred 24,691,356",
@@ -243,9 +261,55 @@ def test_narrow_console_gets_one_block_per_component() -> None:
         "acked 1,233,000",
         "failed 1,567",
         "execute ms 0.012",
+        "execute p99 0.087",
         "capacity 0.987",
         "errors 1,234",
     ]
+
+
+def test_p99_latencies_are_shown_next_to_the_means_and_hidden_before_them() -> None:
+    components = {
+        "sentences": ComponentStats(
+            "sentences",
+            "spout",
+            [3],
+            emitted=12_345,
+            transferred=12_345,
+            acked=12_340,
+            complete_latency_ms=3.25,
+            complete_latency_percentiles={50.0: 2.5, 99.0: 17.5, 99.9: 40.0},
+        ),
+        "count": ComponentStats(
+            "count",
+            "bolt",
+            [1, 2],
+            executed=98_765,
+            acked=98_765,
+            execute_latency_ms=0.042,
+            execute_latency_percentiles={50.0: 0.031, 99.0: 0.218, 99.9: 1.0},
+            capacity=0.25,
+        ),
+    }
+    info = TopologyInfo("wc", "ACTIVE", 5.0, 1, components, local=LocalFigures())
+
+    def row(output: str, component: str) -> list[str]:
+        line = next(line for line in output.splitlines() if f"│ {component} " in line)
+        return [cell.strip() for cell in line.split("│")[1:-1]]
+
+    wide = render(metrics_table(info, order=["sentences", "count"]), 140)
+    assert "hidden" not in wide
+    assert row(wide, "sentences")[-6:] == ["-", "-", "3.250", "17.500", "-", "0"]
+    assert row(wide, "count")[-6:] == ["0.042", "0.218", "-", "-", "0.250", "0"]
+    at_90 = render(metrics_table(info, order=["sentences", "count"]), 90)
+    assert_fits(at_90, 90)
+    assert hidden_columns(at_90) == ["transferred", "complete p99", "complete ms", "tasks", "kind"]
+    assert row(at_90, "count")[-4:] == ["0.042", "0.218", "0.250", "0"]
+    at_80 = render(metrics_table(info, order=["sentences", "count"]), 80)
+    assert_fits(at_80, 80)
+    # At 80 columns capacity goes first: the mean and its p99 stay side by side.
+    assert hidden_columns(at_80)[-1] == "capacity"
+    assert row(at_80, "count")[-3:] == ["0.042", "0.218", "0"]
+    assert "│ p99 " in at_80.replace("┃", "│") or " p99 ┃" in at_80
 
 
 def test_a_console_that_is_not_a_terminal_uses_its_default_width(

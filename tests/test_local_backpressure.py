@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 import pytest
 
 from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, TopologyBuilder
+from squall.local.backpressure import SPOUT_QUEUE_LIMIT
 from squall.local.worker import SPOUT_BATCH
 from squall.testing import SharedRecord
 from tests.helpers import wait_until
@@ -332,3 +334,62 @@ def test_tasks_do_not_wait_for_queues_in_their_own_cycle() -> None:
     # Nobody waits for the acker, and it waits for nobody.
     assert all(task not in watched[c] for c in watched for task in tasks["__acker"])
     assert watched["__acker"] == []
+
+
+# Spouts wait for short queues: a spout is not polled while a bolt's queue holds more
+# than one worker round of tuples, whatever the queues' capacity. Queues that grow to
+# their capacity hold tuples for seconds: they are what made latency flip from
+# sub-millisecond to seconds at the same offered rate.
+BURST = 100
+RELEASE = threading.Event()
+
+
+class BurstSpout(Spout):
+    """Emits BURST untracked tuples on every call, forever."""
+
+    outputs = ["n"]
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        for _ in range(BURST):
+            self.collector.emit([self.n])
+            self.n += 1
+
+
+class BlockedBolt(BasicBolt):
+    """Waits in its first execute until RELEASE is set (thread workers only)."""
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        RELEASE.wait(30)
+
+
+def test_spouts_are_held_while_a_bolt_queue_holds_more_than_a_round(
+    cluster: LocalCluster,
+) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("burst", BurstSpout())
+    builder.set_bolt("blocked", BlockedBolt()).shuffle_grouping("burst")
+    conf = Config().set_num_workers(2).set_worker_kind("thread").set_num_ackers(0)
+    assert conf.get(Config.TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE) is None  # the default
+    RELEASE.clear()
+    cluster.submit_topology("held", conf, builder.create_topology())
+    try:
+        running = cluster.get_running("held")
+        (spout_task,) = running.plan.component_tasks["burst"]
+        (bolt_task,) = running.plan.component_tasks["blocked"]
+        (spout_worker,) = [
+            w for w in running.workers if any(r.task_id == spout_task for r in w.runners)
+        ]
+        assert not any(r.task_id == bolt_task for r in spout_worker.runners)
+        inbox = running.inboxes[bolt_task]
+        wait_until(lambda: len(inbox) >= SPOUT_QUEUE_LIMIT)
+        # The spout's worker runs more turns (each could poll it 128 times): it is held.
+        for _ in range(10):
+            assert spout_worker.call(lambda: None).done.wait(5)
+        assert SPOUT_QUEUE_LIMIT <= len(inbox) <= SPOUT_QUEUE_LIMIT + BURST
+    finally:
+        RELEASE.set()
+        cluster.kill_topology("held", wait_secs=0)

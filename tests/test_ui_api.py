@@ -59,6 +59,9 @@ def timed(document: dict[str, Any], *names: str) -> dict[str, Any]:
         value = rest.pop(name)
         if name.endswith(("Latency", "capacity")):
             assert LATENCY.match(value), (name, value)
+        elif name.endswith("LatencyPercentiles"):
+            assert list(value) == ["50", "90", "99", "99.9", "99.99"], (name, value)
+            assert all(LATENCY.match(ms) for ms in value.values()), (name, value)
         elif name == "uptime":
             assert re.match(r"^(\d+[dhm] )*\d+s$", value), value
         elif name == "resources":
@@ -108,7 +111,7 @@ def test_the_topology_page_over_a_window(served: Any) -> None:
         {"window": ":all-time", "windowPretty": "All time", **figures},
     ]
     (spout,) = page["spouts"]
-    assert timed(spout, "completeLatency") == {
+    assert timed(spout, "completeLatency", "completeLatencyPercentiles") == {
         "spoutId": "words",
         "executors": 1,
         "tasks": 1,
@@ -127,7 +130,13 @@ def test_the_topology_page_over_a_window(served: Any) -> None:
     assert upper_error["lastError"] == "ValueError: boom is not a word"
     assert upper_error["errorLapsedSecs"] >= 0
     assert upper.pop("errorTask") in upper_tasks
-    timing = ("capacity", "executeLatency", "processLatency")
+    timing = (
+        "capacity",
+        "executeLatency",
+        "processLatency",
+        "executeLatencyPercentiles",
+        "processLatencyPercentiles",
+    )
     assert timed(upper, *timing) == {
         "boltId": "upper",
         "executors": 2,
@@ -167,7 +176,8 @@ def test_the_component_page(served: Any) -> None:
     assert all("raise ValueError" in e["traceback"] for e in errors)
     assert all(e["errorTask"] in tasks and e["errorTime"] > 10**12 for e in errors)
     stats = page.pop("boltStats")
-    assert [timed(s, "executeLatency", "processLatency") for s in stats] == [
+    percentile_names = [f"{kind}LatencyPercentiles" for kind in ("complete", "execute", "process")]
+    assert [timed(s, "executeLatency", "processLatency", *percentile_names) for s in stats] == [
         {
             "window": window,
             "windowPretty": pretty,
@@ -206,6 +216,24 @@ def test_the_component_page(served: Any) -> None:
     }
 
 
+def test_latency_percentiles_are_those_of_the_cluster(served: Any) -> None:
+    cluster, _, client = served
+    components = cluster.get_topology_info("words").components
+    page = client.get("api/v1/topology/words").json()
+    (spout,) = page["spouts"]
+    expected = components["words"].complete_latency_percentiles
+    assert spout["completeLatencyPercentiles"] == {
+        f"{p:g}": f"{ms:.3f}" for p, ms in expected.items()
+    }
+    assert components["words"].latency_histograms["complete"].count == 4
+    (upper,) = [bolt for bolt in page["bolts"] if bolt["boltId"] == "upper"]
+    expected = components["upper"].execute_latency_percentiles
+    assert upper["executeLatencyPercentiles"] == {
+        f"{p:g}": f"{ms:.3f}" for p, ms in expected.items()
+    }
+    assert components["upper"].latency_histograms["execute"].count == 6
+
+
 def test_the_visualization(served: Any) -> None:
     _, _, client = served
     graph = client.get("api/v1/topology/words/visualization").json()
@@ -216,18 +244,24 @@ def test_the_visualization(served: Any) -> None:
             "type": "spout",
             "transferred": 6,
             "link": "/topology/words/component/words",
+            "queued": 0,
+            "backpressure": False,
             "inputs": [],
         },
         "upper": {
             "type": "bolt",
             "transferred": 4,
             "link": "/topology/words/component/upper",
+            "queued": 0,
+            "backpressure": False,
             "inputs": [{"component": "words", "stream": "default", "grouping": "shuffle"}],
         },
         "sink": {
             "type": "bolt",
             "transferred": 0,
             "link": "/topology/words/component/sink",
+            "queued": 0,
+            "backpressure": False,
             "inputs": [{"component": "upper", "stream": "default", "grouping": "fields(word)"}],
         },
     }

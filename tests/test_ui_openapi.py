@@ -29,9 +29,11 @@ def test_the_server_answers_as_its_description_says(tmp_path: Path) -> None:
             "/api/v1/topology/{name}",
             "/api/v1/topology/{name}/activate",
             "/api/v1/topology/{name}/component/{component}",
+            "/api/v1/topology/{name}/component/{component}/series",
             "/api/v1/topology/{name}/deactivate",
             "/api/v1/topology/{name}/kill/{wait}",
             "/api/v1/topology/{name}/rebalance/{wait}",
+            "/api/v1/topology/{name}/series",
             "/api/v1/topology/{name}/visualization",
         ]
         done = subprocess.run(

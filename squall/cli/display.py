@@ -28,7 +28,16 @@ from squall.runtime.plan import TaskPlan
 #: Metrics columns hidden when the table is too wide, first hidden first. The component
 #: and the counts emitted, executed, acked, failed and errors are always shown; when even
 #: they do not fit, every component gets a block of ``key value`` lines instead.
-METRICS_HIDDEN_FIRST = ("transferred", "complete ms", "tasks", "kind", "execute ms", "capacity")
+METRICS_HIDDEN_FIRST = (
+    "transferred",
+    "complete p99",
+    "complete ms",
+    "tasks",
+    "kind",
+    "capacity",
+    "execute p99",
+    "execute ms",
+)
 
 
 def _ordered(info: TopologyInfo, order: list[str] | None) -> list[ComponentStats]:
@@ -70,7 +79,9 @@ def _metric_values(stats: ComponentStats) -> dict[str, Text]:
         "acked": Text(count(stats.acked)),
         "failed": Text(count(stats.failed)),
         "execute ms": Text(milliseconds(stats.execute_latency_ms)),
+        "execute p99": Text(milliseconds(stats.execute_latency_percentiles.get(99.0, 0.0))),
         "complete ms": Text(milliseconds(stats.complete_latency_ms)),
+        "complete p99": Text(milliseconds(stats.complete_latency_percentiles.get(99.0, 0.0))),
         "capacity": Text(fraction(stats.capacity) if stats.kind == "bolt" else "-"),
         "errors": Text(count(errors), style="bold red" if errors else ""),
     }
@@ -79,7 +90,9 @@ def _metric_values(stats: ComponentStats) -> dict[str, Text]:
 #: Headers of the metrics columns, the full one first, then a shorter one.
 _METRIC_HEADERS: dict[str, tuple[str, ...]] = {
     "execute ms": ("execute ms", "exec ms"),
+    "execute p99": ("execute p99", "exec p99", "p99"),
     "complete ms": ("complete ms", "compl ms"),
+    "complete p99": ("complete p99", "compl p99"),
     "capacity": ("capacity", "cap"),
 }
 
@@ -178,7 +191,8 @@ def metrics_table(
     """One row of metrics per component, in ``order`` (system components last, dimmed).
 
     Columns: component, kind, tasks, emitted, transferred, executed, acked, failed,
-    execute latency (ms, bolts), complete latency (ms, spouts), capacity, errors (total),
+    execute latency (ms, bolts: the mean, then the 99th percentile), complete latency
+    (ms, spouts: the same), capacity, errors (total),
     under a caption with the status, uptime, workers (or Spark's resources), pending
     trees and queued tuples. The layout is chosen when the result is rendered, for the
     width available: columns are hidden in the order of ``METRICS_HIDDEN_FIRST`` (a

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,22 @@ def _spark_only(engine: str, **options: Any) -> None:
     "...; a browser opens the URL with ?token=... once).  [default: SQUALL_UI_TOKEN, "
     "else no token]",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    metavar="N",
+    help="Serve the cluster's metrics in Prometheus' text format at /metrics on this port "
+    "while the topology runs (0: a free one; its URL is printed), alone, without the UI. "
+    "--ui-token-file, --ui-allowed-host and --ui-allow-unauthenticated-remote apply to it.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address the metrics server listens on (0.0.0.0: every interface). Any "
+    "address beyond loopback needs a token, as the UI does.",
+)
 def run(
     target: str,
     seconds: float,
@@ -369,6 +385,8 @@ def run(
     ui_allowed_hosts: tuple[str, ...],
     ui_allow_unauthenticated_remote: bool,
     ui_token_file: Path | None,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run the topology in FILE.py[:NAME] and show its metrics: on the local engine
     (LocalCluster), or on Spark with --engine spark (SparkCluster; --master,
@@ -398,7 +416,9 @@ def run(
     With --fail-on-error, so do errors reported while the topology ran.
 
     With --ui, a web UI and REST API serve the cluster while the topology runs (see
-    docs/ui.md); a topology killed from there ends the run.
+    docs/ui.md); a topology killed from there ends the run. With --metrics-port, a
+    server of its own serves the metrics to Prometheus at /metrics (see
+    docs/metrics.md).
     """
     _spark_only(
         engine, master=master, checkpoint=checkpoint, fresh=fresh, spark_conf=spark_conf_options
@@ -409,21 +429,24 @@ def run(
         loaded, conf = _load(target, conf_options)
         topology_name = name or loaded.default_name
         options = RunOptions(seconds, refresh, live, drain, until_idle, fresh)
+        served = UIOptions(
+            ui_host,
+            ui_port,
+            ui_token_file,
+            ui_allowed_hosts,
+            ui_allow_unauthenticated_remote,
+        )
         with (
             squall_logging(console, verbose),
             spark_scratch(engine, master, spark_conf) as settings,
             _cluster(engine, master, checkpoint, settings, verbose) as cluster,
+            _ui_server(cluster, ui, served, console),
             _ui_server(
                 cluster,
-                ui,
-                UIOptions(
-                    ui_host,
-                    ui_port,
-                    ui_token_file,
-                    ui_allowed_hosts,
-                    ui_allow_unauthenticated_remote,
-                ),
+                metrics_port is not None,
+                replace(served, host=metrics_host, port=metrics_port or 0),
                 console,
+                metrics_only=True,
             ),
         ):
             info = run_topology(
@@ -452,9 +475,14 @@ class UIOptions:
 
 @contextmanager
 def _ui_server(
-    cluster: Cluster, wanted: bool, options: UIOptions, console: Console
+    cluster: Cluster,
+    wanted: bool,
+    options: UIOptions,
+    console: Console,
+    metrics_only: bool = False,
 ) -> Iterator[None]:
-    """A UI server for ``cluster`` while the block runs, if ``wanted`` (its URL printed)."""
+    """A UI server for ``cluster`` while the block runs, if ``wanted`` (its URL printed);
+    with ``metrics_only``, one that serves ``/metrics`` alone."""
     if not wanted:
         yield
         return
@@ -471,16 +499,21 @@ def _ui_server(
             token=token,
             allowed_hosts=options.allowed_hosts,
             allow_unauthenticated_remote=options.allow_unauthenticated_remote,
+            metrics_only=metrics_only,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--ui-allowed-host'") from None
     with server:
-        url = server.url + ("?token=<token>" if token else "")
-        console.print(f"Web UI and REST API at {url}", markup=False)
+        if metrics_only:
+            console.print(f"Prometheus metrics at {server.url}metrics", markup=False)
+        else:
+            url = server.url + ("?token=<token>" if token else "")
+            console.print(f"Web UI and REST API at {url}", markup=False)
         if token is None and options.allow_unauthenticated_remote:
+            what, risk = ("metrics", "read them") if metrics_only else ("UI", "kill topologies")
             click.echo(
-                f"Warning: the UI at {server.url} has no token: anyone who reaches it can "
-                "kill topologies (--ui-allow-unauthenticated-remote).",
+                f"Warning: the {what} at {server.url} has no token: anyone who reaches it "
+                f"can {risk} (--ui-allow-unauthenticated-remote).",
                 err=True,
             )
         yield

@@ -22,8 +22,15 @@ Tuples circulating in a cycle are bounded only by what the cycle itself does; pr
 feeding the cycle from outside, and the spouts, are still held back by its full queues.
 The acker's messages are not gated: bolts do not wait for the acker's queue, and the
 acker does not wait for the spouts' queues (spouts drain them every round, active or
-not; a spout task receives at most one message per pending tuple tree). Spouts are
-throttled while any bolt's queue, the acker's included, is full.
+not; a spout task receives at most one message per pending tuple tree).
+
+Spouts wait for short queues: a spout is not polled while any bolt's queue, the acker's
+included, holds more than ``SPOUT_QUEUE_LIMIT`` tuples (about one worker round of a
+task), and its gate measures room below that mark rather than below the capacity. Queues
+filled to their capacity hold each tuple for as long as the whole queue takes to run,
+and tuples held that long survive the garbage collector's young generations: full
+collections then take a growing share of the worker's time, throughput falls below the
+offered rate and the queues stay full (a stable, slow state). Short queues avoid it.
 """
 
 from __future__ import annotations
@@ -40,6 +47,10 @@ from squall.runtime.routing import StreamRoute
 
 #: A budget meaning "no target to watch": never runs out in practice.
 UNLIMITED = 1 << 62
+
+#: Spouts are not polled while a bolt's queue holds more tuples than this (or than the
+#: queues' capacity, if smaller): about one worker round of a bolt task's tuples.
+SPOUT_QUEUE_LIMIT = 2048
 
 
 def component_graph(topology: StormTopology) -> dict[str, set[str]]:
@@ -212,13 +223,16 @@ def build_gates(
         for task in tasks:
             writers[task] = writers.get(task, 0) + producers
     gates: dict[int, OutputGate] = {}
+    # Spouts wait for short queues: they feed at most about a round of tuples ahead.
+    spout_capacity = min(capacity, SPOUT_QUEUE_LIMIT)
     for component_id, task_ids in plan.component_tasks.items():
+        spec = topology.get_component(component_id)
         targets = watched.get(component_id, [])
         # Only the streams that reach a watched queue count towards the budget (not the
         # checkpoint stream: a tuple a second).
         streams = {
             stream_id
-            for stream_id in topology.get_component(component_id).streams
+            for stream_id in spec.streams
             if stream_id != CHECKPOINT_STREAM
             and any(
                 s in components[component_id]
@@ -232,7 +246,7 @@ def build_gates(
             gates[task_id] = OutputGate(
                 [inboxes[t] for t in targets],
                 [writers[t] for t in targets],
-                capacity,
+                spout_capacity if spec.is_spout else capacity,
                 [routes[stream_id] for stream_id in sorted(streams)],
             )
     return gates

@@ -83,7 +83,7 @@ class WorkerFigures(Generic[P]):
         """The topology's figures: ``fresh`` reports (just read from running processes)
         are noted, then the counts of every process that ran are added up (the latest
         figures of the running ones, what the ended ones carried over); the gauges
-        (``pending``, ``queued``) and the components' own metrics (``custom``) are
+        (``pending``, ``queued``, ``task_queued``) and the components' own metrics (``custom``) are
         those of the ``fresh`` reports only."""
         with self._lock:
             for process, report in fresh.items():
@@ -100,6 +100,7 @@ class WorkerFigures(Generic[P]):
             total.custom.update(report.custom)
             total.pending += report.pending
             total.queued += report.queued
+            total.task_queued.update(report.task_queued)
         return total
 
 

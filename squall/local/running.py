@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from squall.local.backpressure import build_gates
+from squall.local.backpressure import SPOUT_QUEUE_LIMIT, build_gates
 from squall.local.exchange import Exchange, report_on
 from squall.local.rebalance import (
     RebalanceRequest,
@@ -223,8 +223,11 @@ class RunningTopology(SubmittedTopology):
             for task in self.plan.component_tasks[spec.component_id]
         ]
 
+        # Spouts wait for short queues (see squall.local.backpressure).
+        spout_limit = min(high_water, SPOUT_QUEUE_LIMIT)
+
         def backpressure() -> bool:
-            return any(len(inbox) > high_water for inbox in bolt_inboxes)
+            return any(len(inbox) > spout_limit for inbox in bolt_inboxes)
 
         gates = build_gates(
             self.topology,
@@ -489,6 +492,7 @@ class RunningTopology(SubmittedTopology):
                     r.pending_count for r in self.runners.values() if isinstance(r, SpoutRunner)
                 ),
                 queued=sum(len(q) for q in self.inboxes),
+                task_queued={task: len(runner.inbox) for task, runner in runners.items()},
                 ack_messages=self._retired_ack_messages
                 + sum(b.messages_sent for b in self.ack_buffers),
                 executors=self.plan.component_executors(),

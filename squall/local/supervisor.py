@@ -551,6 +551,7 @@ class ProcessTopology(SubmittedTopology):
             local=LocalFigures(
                 pending=total.pending,
                 queued=total.queued,
+                task_queued=dict(total.task_queued),
                 ack_messages=total.ack_messages,
                 executors=self.plan.component_executors(),
                 worker_kind="process",

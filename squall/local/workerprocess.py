@@ -70,6 +70,8 @@ class WorkerReport:
     custom: dict[int, dict[str, float]] = field(default_factory=dict)
     pending: int = 0
     queued: int = 0
+    #: Task id -> tuples waiting in its input queue.
+    task_queued: dict[int, int] = field(default_factory=dict)
     ack_messages: int = 0
     sent: int = 0
     received: int = 0
@@ -205,6 +207,7 @@ def report(running: RunningTopology) -> WorkerReport:
         if isinstance(runner, SpoutRunner):
             result.pending += runner.pending_count
         result.queued += len(runner.inbox)
+        result.task_queued[task] = len(runner.inbox)
     result.ack_messages = sum(b.messages_sent for b in running.ack_buffers)
     exchange = running.exchange
     if exchange is not None:

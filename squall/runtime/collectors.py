@@ -493,8 +493,10 @@ class BoltCollector(_Emitter, OutputCollector):
                 pending[root] = pending.get(root, 0) ^ roots[position + 1] ^ value
         self._stats.acked += 1
         if tup is self.sample_tuple:
-            self._stats.process_secs += perf_counter() - self.sample_start
+            elapsed = perf_counter() - self.sample_start
+            self._stats.process_secs += elapsed
             self._stats.process_count += 1
+            self._stats.process_latency.record(elapsed * 1000.0)
             self.sample_tuple = None
 
     def settle(self, tup: Tuple) -> None:

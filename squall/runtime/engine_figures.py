@@ -13,6 +13,9 @@ from typing import Any
 
 #: A recent micro-batch: (batch id, rows, duration in milliseconds, state commits).
 RecentBatch = tuple[int, int, float, int]
+#: The upper bounds, in seconds, of the buckets micro-batch durations are counted in
+#: (``QueryFigures.duration_buckets``).
+BATCH_DURATION_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class LocalFigures:
     Attributes:
         pending: tuple trees emitted by spouts and not yet acked, failed or timed out.
         queued: tuples waiting in the tasks' input queues.
+        task_queued: task id -> tuples waiting in its input queue (a queue holding
+            ``topology.executor.receive.buffer.size`` tuples or more is full: its
+            producers are held back, see ``squall.local.backpressure``).
         ack_messages: messages the workers' ack buffers sent to the ackers (combined
             spout inits and bolt acks).
         executors: component id -> executors (system components included).
@@ -49,6 +55,7 @@ class LocalFigures:
 
     pending: int = 0
     queued: int = 0
+    task_queued: dict[int, int] = field(default_factory=dict)
     ack_messages: int = 0
     executors: dict[str, int] = field(default_factory=dict)
     worker_kind: str = "thread"
@@ -94,6 +101,10 @@ class QueryFigures:
         errors: the errors of those failed runs (the newest ten).
         resumed_from_batch: the batch the query resumed after, when it started from
             its checkpoint (None: it started afresh).
+        duration_ms_total: the wall time of every micro-batch, added up, milliseconds.
+        duration_buckets: per bound of :data:`BATCH_DURATION_BUCKETS`, the
+            micro-batches that took at most that long (cumulative, as a Prometheus
+            histogram counts them); empty when not counted.
     """
 
     batches: int = 0
@@ -106,10 +117,12 @@ class QueryFigures:
     retries: int = 0
     errors: list[str] = field(default_factory=list)
     resumed_from_batch: int | None = None
+    duration_ms_total: float = 0.0
+    duration_buckets: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """These figures under their ``TopologyInfo.extra`` keys (``resumed_from_batch``
-        only when the query resumed)."""
+        only when the query resumed; the duration histogram is not among them)."""
         resumed = self.resumed_from_batch
         return {
             **({} if resumed is None else {"resumed_from_batch": resumed}),
@@ -166,4 +179,11 @@ class SparkFigures:
         return figures
 
 
-__all__ = ["LocalFigures", "QueryFigures", "RecentBatch", "SparkFigures", "WorkerProcess"]
+__all__ = [
+    "BATCH_DURATION_BUCKETS",
+    "LocalFigures",
+    "QueryFigures",
+    "RecentBatch",
+    "SparkFigures",
+    "WorkerProcess",
+]

@@ -10,11 +10,12 @@ import logging
 import time
 import traceback
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from squall.model.topology import is_control_stream
 from squall.runtime.engine_figures import LocalFigures, SparkFigures
+from squall.runtime.latency import PERCENTILES, LatencyHistogram
 
 logger = logging.getLogger("squall")
 
@@ -33,6 +34,8 @@ _ADDED_COUNTERS = (
     "complete_count",
     "errors_total",
 )
+#: The :class:`TaskStats` latency histograms, by the name ``ComponentStats`` gives them.
+LATENCY_KINDS = ("complete", "execute", "process")
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,17 @@ class TaskStats:
         "acked",
         "busy_secs",
         "complete_count",
+        "complete_latency",
         "complete_ms",
         "component_id",
         "errors",
         "errors_total",
+        "execute_latency",
         "executed",
         "failed",
         "max_errors_per_window",
         "process_count",
+        "process_latency",
         "process_secs",
         "routes",
         "task_id",
@@ -97,6 +103,12 @@ class TaskStats:
         self.process_count = 0
         self.complete_ms = 0.0
         self.complete_count = 0
+        #: Latency histograms (ms), recorded beside the sums above: every tree's
+        #: complete latency (spouts), every batch's mean execute time per tuple, and
+        #: the process-latency samples (bolts).
+        self.complete_latency = LatencyHistogram()
+        self.execute_latency = LatencyHistogram()
+        self.process_latency = LatencyHistogram()
         self.errors: deque[ErrorInfo] = deque(maxlen=ERRORS_KEPT)
         self.errors_total = 0
         self.routes: dict[str, Any] = {}
@@ -146,6 +158,9 @@ class TaskStats:
             setattr(copy, name, getattr(self, name))
         for _ in range(100):  # the task's thread may append meanwhile: copy again
             try:
+                copy.complete_latency = self.complete_latency.copy()
+                copy.execute_latency = self.execute_latency.copy()
+                copy.process_latency = self.process_latency.copy()
                 copy.errors = deque(list(self.errors), maxlen=ERRORS_KEPT)
                 copy._capacity_samples = deque(list(self._capacity_samples))
                 copy.routes = {
@@ -161,13 +176,17 @@ class TaskStats:
         """These counters (an earlier run of the task, e.g. a process that died) with
         ``later``'s (the run after it) added: a new snapshot, neither is changed.
 
-        Counts, latency sums and per-stream counts are added; errors are merged (the
-        most recent ``ERRORS_KEPT``); capacity is ``later``'s, the run that is there
-        now. Runs on any thread, on snapshots (see :meth:`snapshot`).
+        Counts, latency sums, latency histograms and per-stream counts are added;
+        errors are merged (the most recent ``ERRORS_KEPT``); capacity is ``later``'s,
+        the run that is there now. Runs on any thread, on snapshots (see :meth:`snapshot`).
         """
         total = later.snapshot()
         for name in _ADDED_COUNTERS:
             setattr(total, name, getattr(self, name) + getattr(later, name))
+        for kind in LATENCY_KINDS:
+            histogram = getattr(self, f"{kind}_latency").copy()
+            histogram.merge(getattr(later, f"{kind}_latency"))
+            setattr(total, f"{kind}_latency", histogram)
         routes: dict[str, Any] = {
             stream: RouteCounts(route.emitted, route.transferred)
             for stream, route in self.routes.items()
@@ -219,6 +238,10 @@ class TaskStats:
         return max(0.0, min(1.0, (self.busy_secs - busy_then) / elapsed))
 
 
+def _no_percentiles() -> dict[float, float]:
+    return dict.fromkeys(PERCENTILES, 0.0)
+
+
 @dataclass
 class ComponentStats:
     """Metrics of one component, summed (counts) or averaged (latencies) over its tasks.
@@ -238,6 +261,17 @@ class ComponentStats:
         complete_latency_ms: mean time from spout emit to tree completion (spouts).
         process_count: the tuples ``process_latency_ms`` is the mean of.
         complete_count: the trees ``complete_latency_ms`` is the mean of.
+        complete_latency_percentiles: percentile -> complete latency in ms (spouts),
+            over the same trees (and window) as ``complete_latency_ms``; keys
+            ``PERCENTILES`` (50, 90, 99, 99.9, 99.99), values 0.0 when none completed.
+        execute_latency_percentiles: the same of execute latency (bolts; a batch of
+            tuples executed back to back counts as that many tuples of its mean time).
+        process_latency_percentiles: the same of the process-latency samples (bolts).
+        latency_histograms: ``"complete"``, ``"execute"``, ``"process"`` -> the
+            component's :class:`~squall.runtime.latency.LatencyHistogram` the
+            percentiles come from (not in ``to_dict``).
+        task_latency_histograms: task id -> its histograms by the same names (all time
+            only: empty in a window; not in ``to_dict``).
         capacity: highest fraction of the last ~10 s any task spent executing (bolts;
             near 1.0 means the component is the bottleneck).
         streams: per stream id, ``{"emitted": n, "transferred": n}``. System streams are
@@ -271,13 +305,31 @@ class ComponentStats:
     errors_total: int = 0
     custom: dict[str, float] = field(default_factory=dict)
     task_stats: dict[int, dict[str, Any]] = field(default_factory=dict)
+    complete_latency_percentiles: dict[float, float] = field(default_factory=_no_percentiles)
+    execute_latency_percentiles: dict[float, float] = field(default_factory=_no_percentiles)
+    process_latency_percentiles: dict[float, float] = field(default_factory=_no_percentiles)
+    latency_histograms: dict[str, LatencyHistogram] = field(default_factory=dict, repr=False)
+    task_latency_histograms: dict[int, dict[str, LatencyHistogram]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
 
+    def with_histograms(self, histograms: dict[str, LatencyHistogram]) -> None:
+        """Set ``latency_histograms`` and the percentiles they give (in place)."""
+        self.latency_histograms = histograms
+        empty = LatencyHistogram()
+        self.complete_latency_percentiles = histograms.get("complete", empty).percentiles()
+        self.execute_latency_percentiles = histograms.get("execute", empty).percentiles()
+        self.process_latency_percentiles = histograms.get("process", empty).percentiles()
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (JSON-serialisable)."""
-        return asdict(self)
+        """Plain-data form (JSON-serialisable; percentile keys become strings such
+        as ``"99.9"`` in JSON), without the histograms."""
+        data = asdict(replace(self, latency_histograms={}, task_latency_histograms={}))
+        del data["latency_histograms"], data["task_latency_histograms"]
+        return data
 
 
 @dataclass
@@ -318,7 +370,8 @@ class TopologyInfo:
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON-serialisable): the fields, the engine's figures
         under ``"extra"``."""
-        data = asdict(self)
+        data = asdict(replace(self, components={}))
+        data["components"] = {cid: stats.to_dict() for cid, stats in self.components.items()}
         del data["local"], data["spark"]
         data["extra"] = self.extra
         return data
@@ -371,4 +424,16 @@ def summarize(component_id: str, kind: str, stats: list[TaskStats], now: float) 
     summary.process_count = process_count
     summary.complete_count = complete_count
     summary.errors = sorted(errors, key=lambda e: e.time)[-ERRORS_KEPT:]
+    summary.task_latency_histograms = {
+        task.task_id: {kind: getattr(task, f"{kind}_latency").copy() for kind in LATENCY_KINDS}
+        for task in stats
+    }
+    summary.with_histograms(
+        {
+            kind: LatencyHistogram.merged(
+                histograms[kind] for histograms in summary.task_latency_histograms.values()
+            )
+            for kind in LATENCY_KINDS
+        }
+    )
     return summary

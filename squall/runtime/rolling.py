@@ -9,7 +9,8 @@ window began. Each window keeps at most ``BUCKETS + 1`` snapshots, one per
 10 minutes); a topology younger than a window has all its figures in it.
 
 Counts (emitted, transferred, executed, acked, failed, errors) and latencies (their
-sums and counts) are windowed; capacity already covers the last seconds, and a
+sums and counts, and each component's latency histograms, so its percentiles) are
+windowed; capacity already covers the last seconds, and a
 component's own metrics (``custom``) are reported as they are now. Errors are those
 reported within the window.
 """
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TypeAlias
 
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 
 #: The windows Storm UI shows, in seconds: 10 minutes, 3 hours, 1 day (and all time).
@@ -35,6 +37,16 @@ HISTORY_THREAD = "squall-metrics-history"
 _COUNTS = ("emitted", "transferred", "executed", "acked", "failed", "timed_out", "errors_total")
 #: A snapshot: per component (task None) and per task, its cumulative figures.
 Totals: TypeAlias = dict[tuple[str, int | None], dict[str, float]]
+#: A snapshot's latency histograms: per component, by kind (``"complete"``, ...).
+Histograms: TypeAlias = dict[str, dict[str, LatencyHistogram]]
+
+
+def histograms_of(info: TopologyInfo) -> Histograms:
+    """The components' latency histograms of ``info`` (copies: they stay as now)."""
+    return {
+        component_id: {kind: hist.copy() for kind, hist in stats.latency_histograms.items()}
+        for component_id, stats in info.components.items()
+    }
 
 
 def totals_of(info: TopologyInfo) -> Totals:
@@ -69,10 +81,14 @@ def _mean(total_ms: float, count: float) -> float:
 
 
 def windowed_component(
-    stats: ComponentStats, base: Totals | None, since_wall: float
+    stats: ComponentStats,
+    base: Totals | None,
+    since_wall: float,
+    base_histograms: dict[str, LatencyHistogram] | None = None,
 ) -> ComponentStats:
-    """``stats`` (figures now) less those of snapshot ``base`` (None: nothing before);
-    errors reported since ``since_wall`` (``time.time()``)."""
+    """``stats`` (figures now) less those of snapshot ``base`` (None: nothing before)
+    and its latency histograms less ``base_histograms``; errors reported since
+    ``since_wall`` (``time.time()``). Per-task histograms are left out."""
     now = totals_of_component(stats)
     key = (stats.component_id, None)
     figures = _less(now[key], base.get(key) if base else None)
@@ -89,7 +105,8 @@ def windowed_component(
             for name, value in task.items()
         }
     counts = {name: int(figures[name]) for name in _COUNTS}
-    return replace(
+    earlier = base_histograms or {}
+    windowed = replace(
         stats,
         emitted=counts["emitted"],
         transferred=counts["transferred"],
@@ -106,7 +123,12 @@ def windowed_component(
         streams=streams,
         errors=[error for error in stats.errors if error.time >= since_wall],
         task_stats=task_stats,
+        task_latency_histograms={},
     )
+    windowed.with_histograms(
+        {kind: hist.minus(earlier.get(kind)) for kind, hist in stats.latency_histograms.items()}
+    )
+    return windowed
 
 
 def totals_of_component(stats: ComponentStats) -> Totals:
@@ -127,7 +149,9 @@ class MetricsHistory:
 
     def __init__(self, started: float, windows: Iterable[int] = WINDOWS) -> None:
         self.started = started
-        self._rings: dict[int, deque[tuple[float, Totals]]] = {w: deque() for w in windows}
+        self._rings: dict[int, deque[tuple[float, Totals, Histograms]]] = {
+            w: deque() for w in windows
+        }
         self._lock = threading.Lock()
 
     @property
@@ -138,12 +162,14 @@ class MetricsHistory:
     def record(self, now: float, info: TopologyInfo) -> None:
         """Keep a snapshot of ``info`` (taken at ``now``) where a window needs one."""
         totals: Totals | None = None
+        histograms: Histograms = {}
         with self._lock:
             for window, ring in self._rings.items():
                 if ring and now - ring[-1][0] < window / BUCKETS:
                     continue
-                totals = totals if totals is not None else totals_of(info)
-                ring.append((now, totals))
+                if totals is None:
+                    totals, histograms = totals_of(info), histograms_of(info)
+                ring.append((now, totals, histograms))
                 while len(ring) > 1 and ring[1][0] <= now - window:
                     ring.popleft()
 
@@ -154,6 +180,10 @@ class MetricsHistory:
         Raises:
             ValueError: ``window`` is not one this history keeps.
         """
+        entry = self._base_entry(now, window)
+        return entry[1] if entry else None
+
+    def _base_entry(self, now: float, window: int) -> tuple[float, Totals, Histograms] | None:
         if window not in self._rings:
             raise ValueError(f"window {window} s is not kept (windows: {self.windows})")
         if now - window <= self.started:
@@ -162,7 +192,7 @@ class MetricsHistory:
             ring = self._rings[window]
             while len(ring) > 1 and ring[1][0] <= now - window:
                 ring.popleft()
-            return ring[0][1] if ring else None
+            return ring[0] if ring else None
 
     def window(self, now: float, info: TopologyInfo, window: int | None) -> TopologyInfo:
         """``info`` (the figures at ``now``) over the last ``window`` seconds (None:
@@ -173,10 +203,11 @@ class MetricsHistory:
         """
         if window is None:
             return info
-        base = self.base(now, window)
+        entry = self._base_entry(now, window)
+        base, histograms = (entry[1], entry[2]) if entry else (None, {})
         since_wall = time.time() - window
         components = {
-            component_id: windowed_component(stats, base, since_wall)
+            component_id: windowed_component(stats, base, since_wall, histograms.get(component_id))
             for component_id, stats in info.components.items()
         }
         return replace(info, components=components)

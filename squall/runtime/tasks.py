@@ -155,6 +155,8 @@ class BoltRunner(TaskRunner):
             if component.basic_bolt is not None:
                 self.basic = True
                 self._basic_execute = component.basic_bolt.execute
+        if self.basic:  # its process latency is its execute time: one histogram for both
+            self.stats.process_latency = self.stats.execute_latency
 
     def start(self) -> None:
         if self.basic and self.checkpointing is None:
@@ -206,7 +208,8 @@ class BoltRunner(TaskRunner):
         if self.basic:
             count = self._run_basic(count, popleft, collector, meter, stop_at)
             # A basic bolt acks as execute returns: its process latency is its execute time.
-            stats.process_secs += perf_counter() - started
+            elapsed = perf_counter() - started
+            stats.process_secs += elapsed
             stats.process_count += count
         else:
             # The batch's first tuple is the process-latency sample: its ack ends it.
@@ -229,8 +232,19 @@ class BoltRunner(TaskRunner):
                         self._failed(tup, exc)
                 count = ran
             collector.sample_tuple = None
-        stats.busy_secs += perf_counter() - started
+        elapsed = perf_counter() - started
+        stats.busy_secs += elapsed
         stats.executed += count
+        if count:  # the batch's tuples, each at its mean time (a basic bolt: also process)
+            # LatencyHistogram.record_many, inline (once per batch of every bolt task).
+            histogram = stats.execute_latency
+            bucket = int(elapsed * 1_000_000.0) // count
+            if bucket >= 256:
+                shift = bucket.bit_length() - 8
+                bucket = (shift << 8) | (bucket >> shift)
+            counts = histogram.counts
+            counts[bucket] = counts.get(bucket, 0) + count
+            histogram.sum += elapsed * 1000.0
         return count
 
     def _run_basic(
@@ -412,6 +426,7 @@ class SpoutRunner(TaskRunner):
         for msg_id in completed:
             self.stats.acked += 1
             self.stats.complete_count += 1
+            self.stats.complete_latency.record(0.0)
             try:
                 ack(msg_id)
             except Exception as exc:
@@ -449,6 +464,7 @@ class SpoutRunner(TaskRunner):
                     stats.acked += 1
                     stats.complete_count += 1
                     stats.complete_ms += now_ms - entry[1]
+                    stats.complete_latency.record(now_ms - entry[1])
                     spout.ack(entry[0])
                 elif stream == ACK_FAIL_STREAM:
                     stats.failed += 1
@@ -462,13 +478,25 @@ class SpoutRunner(TaskRunner):
         pending = self.collector.pending
         stats = self.stats
         ack = self.component.ack
+        histogram = stats.complete_latency
+        counts = histogram.counts
         for root in roots:
             entry = pending.pop(root, None)
             if entry is None:  # already timed out
                 continue
+            latency = now_ms - entry[1]
             stats.acked += 1
             stats.complete_count += 1
-            stats.complete_ms += now_ms - entry[1]
+            stats.complete_ms += latency
+            # LatencyHistogram.record, inline (once per tree: the spout's hottest path).
+            bucket = int(latency * 1000.0)
+            if bucket >= 256:
+                shift = bucket.bit_length() - 8
+                bucket = (shift << 8) | (bucket >> shift)
+            elif bucket < 0:
+                bucket, latency = 0, 0.0
+            counts[bucket] = counts.get(bucket, 0) + 1
+            histogram.sum += latency
             try:
                 ack(entry[0])
             except Exception as exc:
@@ -493,6 +521,7 @@ class SpoutRunner(TaskRunner):
                     stats.acked += 1
                     stats.complete_count += 1
                     stats.complete_ms += now_ms - entry[1]
+                    stats.complete_latency.record(now_ms - entry[1])
                     ack(entry[0])
                 else:
                     stats.failed += 1

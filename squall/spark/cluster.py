@@ -483,6 +483,8 @@ def _query_figures(figures: BatchFigures, resumed_from_batch: int | None) -> Que
         retries=figures.retries,
         errors=[error.error for error in figures.errors],
         resumed_from_batch=resumed_from_batch,
+        duration_ms_total=figures.duration_ms_total,
+        duration_buckets=tuple(figures.duration_buckets),
     )
 
 

@@ -453,8 +453,10 @@ class StatefulBoltExecutor(CheckpointedBolt):
             elif unacked:
                 unacked.pop(id(tup), None)
             if tup is out.sample_tuple:  # its process latency ends now, not at the commit
-                stats.process_secs += perf_counter() - out.sample_start
+                elapsed = perf_counter() - out.sample_start
+                stats.process_secs += elapsed
                 stats.process_count += 1
+                stats.process_latency.record(elapsed * 1000.0)
                 out.sample_tuple = None
             roots = tup.tree_ids
             if roots:

@@ -1,6 +1,7 @@
 """The UI server's ASGI application: the REST API under ``/api/v1/`` (see
-``docs/ui.md``), its OpenAPI description at ``/api/v1/openapi.json``, and the guard in
-front of everything (see :class:`Guard`).
+``docs/ui.md``), its OpenAPI description at ``/api/v1/openapi.json``, the Prometheus
+metrics at ``/metrics`` (see :mod:`squall.ui.prometheus`), and the guard in front of
+everything (see :class:`Guard`).
 
 Every handler runs on the server's threads and only reads the cluster's figures or
 calls its control methods (activate, deactivate, kill, rebalance): nothing a request
@@ -20,6 +21,7 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Body, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from prometheus_client.exposition import choose_encoder
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import squall
@@ -31,22 +33,28 @@ from squall.ui.guard import error_answer as _answer
 from squall.ui.models import (
     ClusterSummary,
     ComponentPage,
+    ComponentSeriesPage,
     ErrorAnswer,
     GraphNode,
     Operation,
     RebalanceRequest,
     TopologyPage,
+    TopologySeries,
     TopologySummary,
 )
 from squall.ui.pages import pages_router
+from squall.ui.prometheus import metrics_registry
+from squall.ui.series import SeriesRecorder
 from squall.ui.views import (
     ALL_TIME,
     UnknownName,
     cluster_summary,
     component_page,
+    component_series,
     parse_window,
     topology_entries,
     topology_page,
+    topology_series,
     visualization,
 )
 
@@ -163,7 +171,9 @@ class Control:
             logger.warning("rebalance of topology %r did not happen: %s", name, exc)
 
 
-def _router(cluster: Cluster, control: Control, started: float) -> APIRouter:
+def _router(
+    cluster: Cluster, control: Control, started: float, series: SeriesRecorder
+) -> APIRouter:
     router = APIRouter(prefix=API, responses=ERRORS)
 
     def window_of(value: str) -> int | None:
@@ -206,6 +216,22 @@ def _router(cluster: Cluster, control: Control, started: float) -> APIRouter:
         """The topology's graph: components, their inputs and figures."""
         return visualization(cluster, name, window_of(window))
 
+    @router.get("/topology/{name}/series", response_model=TopologySeries)
+    def get_series(name: str = NAME, window: Window = WINDOW) -> TopologySeries:
+        """The samples the charts draw, of the topology and each user component, over
+        ``window`` (squall's own endpoint)."""
+        return topology_series(cluster, series, name, window_of(window))
+
+    @router.get("/topology/{name}/component/{component}/series", response_model=ComponentSeriesPage)
+    def get_component_series(
+        name: str = NAME,
+        component: str = Path(min_length=1, max_length=512),
+        window: Window = WINDOW,
+    ) -> ComponentSeriesPage:
+        """The samples the charts of one component draw, over ``window`` (squall's own
+        endpoint)."""
+        return component_series(cluster, series, name, component, window_of(window))
+
     @router.post("/topology/{name}/activate", response_model=Operation)
     def post_activate(name: str = NAME) -> Operation:
         """Resume the spouts."""
@@ -237,22 +263,41 @@ def _router(cluster: Cluster, control: Control, started: float) -> APIRouter:
     return router
 
 
+def _metrics_router(cluster: Cluster) -> APIRouter:
+    """``GET /metrics``: the cluster's figures in Prometheus' text format (OpenMetrics
+    when the scraper asks for it), read at each request."""
+    router = APIRouter()
+    registry = metrics_registry(cluster)
+
+    @router.get("/metrics", include_in_schema=False)
+    def get_metrics(request: Request) -> Response:
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encoder(registry), headers={"Content-Type": content_type})
+
+    return router
+
+
 def make_app(
     cluster: Cluster,
     token: str | None,
     host: str,
     port: int,
     allowed_hosts: Iterable[str] = (),
+    metrics_only: bool = False,
+    series: SeriesRecorder | None = None,
 ) -> FastAPI:
     """The application serving ``cluster`` (the server listens on ``host:port``; see
-    :class:`~squall.ui.guard.Guard` for ``token`` and ``allowed_hosts``)."""
+    :class:`~squall.ui.guard.Guard` for ``token`` and ``allowed_hosts``): the pages,
+    the REST API and ``/metrics``, or ``/metrics`` alone if ``metrics_only``.
+    ``series`` holds the samples the charts draw (the caller starts and stops it; by
+    default one that samples nothing until started)."""
     guard = Guard(token, host, port, allowed_hosts)
     control = Control(cluster)
     app = FastAPI(
         title="squall",
         version=squall.__version__,
         description="The REST API of a squall cluster: topologies, their figures, control.",
-        openapi_url=f"{API}/openapi.json",
+        openapi_url=None if metrics_only else f"{API}/openapi.json",
         docs_url=None,
         redoc_url=None,
     )
@@ -297,9 +342,13 @@ def make_app(
             message = f"no such path: {cut(request.url.path)}"
         return _answer(exc.status_code, message, dict(exc.headers or {}))
 
-    app.include_router(_router(cluster, control, time.monotonic()))
-    app.include_router(pages_router(cluster))
+    recorder = series if series is not None else SeriesRecorder(cluster)
+    app.include_router(_metrics_router(cluster))
+    if not metrics_only:
+        app.include_router(_router(cluster, control, time.monotonic(), recorder))
+        app.include_router(pages_router(cluster))
     app.state.control = control
+    app.state.series = recorder
     return app
 
 

@@ -1,20 +1,24 @@
 """The topology graph as SVG, drawn by the server (the pages load nothing from other
 sites): spouts and bolts as boxes in columns by depth (a spout at depth 0, a bolt one
 column right of its deepest input), streams as arrows labelled with the stream and
-its grouping, and each box with its figures.
+its grouping, and each box with its figures. Bolts are filled by capacity, green (idle)
+through yellow to red (busy all the time, 1.0 or more), as Storm UI colours them; a
+component a task of which has a full input queue (backpressure) gets a thick red
+dashed border and says so.
 
 Every name and label is escaped: component and stream names are the user's text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from urllib.parse import quote
 
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
-BOX_WIDTH = 240
+BOX_WIDTH = 270
 BOX_HEIGHT = 58
 COLUMN_GAP = 120
 ROW_GAP = 34
@@ -48,8 +52,22 @@ def _figures(info: TopologyInfo | None, component_id: str, kind: str) -> str:
     return f"executed {stats.executed:,} · capacity {stats.capacity:.3f}"
 
 
-def topology_svg(name: str, topology: StormTopology, info: TopologyInfo | None) -> str:
-    """The graph of ``topology`` (running as ``name``), with the figures of ``info``."""
+def capacity_colour(capacity: float) -> str:
+    """A bolt's fill for its capacity: hue 120 (green) at 0 down to 0 (red) at 1.0 and
+    above, as ``hsl(H, 70%, 82%)``."""
+    busy = min(max(capacity, 0.0), 1.0)
+    return f"hsl({round(120 * (1.0 - busy))}, 70%, 82%)"
+
+
+def topology_svg(
+    name: str,
+    topology: StormTopology,
+    info: TopologyInfo | None,
+    queued: Mapping[str, tuple[int, bool]] | None = None,
+) -> str:
+    """The graph of ``topology`` (running as ``name``), with the figures of ``info``
+    and, per component, ``queued``: its tuples queued and whether a task's queue is full
+    (see :func:`squall.ui.series.queues`; None where the engine reports no queues)."""
     depth = _depths(topology)
     columns: dict[int, list[str]] = {}
     for cid, column in depth.items():
@@ -94,13 +112,29 @@ def topology_svg(name: str, topology: StormTopology, info: TopologyInfo | None) 
         if spec.system or spec.component_id not in place:
             continue
         x, y = place[spec.component_id]
-        fill = "#dbeafe" if spec.is_spout else "#dcfce7"
+        stats = info.components.get(spec.component_id) if info else None
+        capacity = stats.capacity if stats is not None else 0.0
+        fill = "#dbeafe" if spec.is_spout else capacity_colour(capacity)
+        waiting, full = (queued or {}).get(spec.component_id, (None, False))
+        stroke = (
+            'stroke="#dc2626" stroke-width="4" stroke-dasharray="8 4"'
+            if full
+            else 'stroke="#334155"'
+        )
         link = f"/topology/{quote(name, safe='')}/component/{quote(spec.component_id, safe='')}"
         figures = _figures(info, spec.component_id, spec.kind)
+        if waiting:
+            figures += f" · queued {waiting:,}"
+        if full:
+            figures += " · BACKPRESSURE"
         parts.append(
-            f'<a href="{escape(link)}"><g class="node {spec.kind}">'
+            f'<a href="{escape(link)}"><g class="node {spec.kind}" '
+            f'data-component="{escape(spec.component_id)}" data-capacity="{capacity:.3f}" '
+            f'data-fill="{fill}" data-backpressure="{"true" if full else "false"}">'
+            f"<title>{escape(spec.component_id)}: capacity {capacity:.3f}"
+            f"{' (backpressure: a task queue is full)' if full else ''}</title>"
             f'<rect x="{x}" y="{y}" width="{BOX_WIDTH}" height="{BOX_HEIGHT}" rx="8" '
-            f'fill="{fill}" stroke="#334155"/>'
+            f'fill="{fill}" {stroke}/>'
             f'<text x="{x + 10}" y="{y + 20}" font-size="13" font-weight="bold" '
             f'fill="#0f172a">{escape(spec.component_id)}</text>'
             f'<text x="{x + 10}" y="{y + 36}" font-size="11" fill="#334155">'
@@ -112,4 +146,4 @@ def topology_svg(name: str, topology: StormTopology, info: TopologyInfo | None) 
     return "".join(parts)
 
 
-__all__ = ["topology_svg"]
+__all__ = ["capacity_colour", "topology_svg"]

@@ -77,6 +77,9 @@ class SpoutEntry(ErrorFields):
     acked: int
     failed: int
     completeLatency: str
+    completeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> complete latency in ms, as the mean"
+    )
 
 
 class BoltEntry(ErrorFields):
@@ -93,6 +96,12 @@ class BoltEntry(ErrorFields):
     capacity: str = Field(description="fraction of the last ~10 s its busiest task executed")
     executeLatency: str
     processLatency: str
+    executeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> execute latency in ms, as the mean"
+    )
+    processLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> process latency in ms, as the mean"
+    )
 
 
 class SparkBatch(BaseModel):
@@ -184,6 +193,15 @@ class ComponentWindowStats(BaseModel):
     completeLatency: str
     executeLatency: str
     processLatency: str
+    completeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> complete latency in ms, as the mean"
+    )
+    executeLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> execute latency in ms, as the mean"
+    )
+    processLatencyPercentiles: dict[str, str] = Field(
+        description="percentile (50, 90, 99, 99.9, 99.99) -> process latency in ms, as the mean"
+    )
 
 
 class InputEntry(BaseModel):
@@ -233,6 +251,56 @@ class GraphNode(BaseModel):
     transferred: int
     link: str = Field(description="the component's page")
     inputs: list[GraphInput]
+    queued: int | None = Field(
+        None, description="tuples waiting in its tasks' input queues (squall's own field)"
+    )
+    backpressure: bool = Field(
+        False, description="a task's input queue is full (squall's own field)"
+    )
+
+
+class SeriesValues(BaseModel):
+    """One topology's or component's figures across the samples (``None``: not known
+    at that sample)."""
+
+    emitted: list[float | None] = Field(description="tuples emitted per second")
+    acked: list[float | None] = Field(description="tuples (spouts: trees) acked per second")
+    latency: list[float | None] = Field(
+        description="complete (spouts) or execute (bolts) latency, ms: p99 or mean"
+    )
+    capacity: list[float | None] = Field(description="capacity (bolts; topology: the highest)")
+    queued: list[int | None] = Field(description="tuples waiting in its input queues")
+    backpressure: list[bool] = Field(description="a task's input queue was full")
+
+
+class ComponentSeries(SeriesValues):
+    """``GET /api/v1/topology/{id}/component/{component}/series`` (squall's own), and a
+    component of a topology's series."""
+
+    type: str = Field(description='"spout" or "bolt"')
+
+
+class TopologySeries(BaseModel):
+    """``GET /api/v1/topology/{id}/series`` (squall's own): the UI's charts."""
+
+    id: str
+    window: str
+    sampleSecs: float = Field(description="time between the latest samples")
+    latencyKind: str = Field(description='"p99" (99th percentiles) or "mean"')
+    times: list[float] = Field(description="when each sample was taken, epoch seconds")
+    topology: SeriesValues
+    components: dict[str, ComponentSeries]
+
+
+class ComponentSeriesPage(ComponentSeries):
+    """``GET /api/v1/topology/{id}/component/{component}/series`` (squall's own)."""
+
+    id: str = Field(description="the component")
+    topologyId: str
+    window: str
+    sampleSecs: float
+    latencyKind: str
+    times: list[float]
 
 
 class Operation(BaseModel):

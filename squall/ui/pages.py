@@ -14,10 +14,18 @@ from fastapi.responses import HTMLResponse, Response
 from squall.model.errors import excerpt
 from squall.runtime.cluster import Cluster
 from squall.ui.graph import topology_svg
+from squall.ui.series import queue_capacity, queues
 from squall.ui.views import ALL_TIME, UnknownName, parse_window
 
 #: The files the pages are made of, by the path they are served at.
-STATIC = {"/static/ui.js": "text/javascript", "/static/ui.css": "text/css"}
+STATIC = {
+    "/static/ui.js": "text/javascript",
+    "/static/ui.css": "text/css",
+    # uPlot (MIT, https://github.com/leeoniya/uPlot), vendored: it draws the charts.
+    "/static/uPlot.iife.min.js": "text/javascript",
+    "/static/uPlot.min.css": "text/css",
+    "/static/uPlot.LICENSE": "text/plain",
+}
 
 
 def _read(name: str) -> str:
@@ -55,8 +63,10 @@ def pages_router(cluster: Cluster) -> APIRouter:
             raise UnknownName(f"no topology named {excerpt(name)} is running")
         seconds = parse_window(window, cluster.metric_windows)
         topology = cluster.get_topology(name)
-        info = cluster.get_topology_info(name, window_secs=seconds)
-        return Response(topology_svg(name, topology, info), media_type="image/svg+xml")
+        now = cluster.get_topology_info(name)
+        info = cluster.in_window(name, now, seconds)
+        queued = queues(now, queue_capacity(cluster, name))
+        return Response(topology_svg(name, topology, info, queued), media_type="image/svg+xml")
 
     return router
 

@@ -20,6 +20,7 @@ from squall.model.errors import SquallError
 from squall.ui.connections import protocol_class
 from squall.ui.guard import Guard, is_loopback
 from squall.ui.limits import BodyLimit, UILimits
+from squall.ui.series import SeriesRecorder
 
 if TYPE_CHECKING:
     from squall.runtime.cluster import Cluster
@@ -31,9 +32,10 @@ START_TIMEOUT_SECS = 30.0
 
 
 class UIServer:
-    """Serves the web UI (``/``) and the REST API (``/api/v1/``) of ``cluster``: a
-    :class:`~squall.runtime.cluster.Cluster` of this process (a
-    :class:`~squall.LocalCluster` or a :class:`~squall.spark.SparkCluster`).
+    """Serves the web UI (``/``), the REST API (``/api/v1/``) and the Prometheus
+    metrics (``/metrics``) of ``cluster``: a :class:`~squall.runtime.cluster.Cluster`
+    of this process (a :class:`~squall.LocalCluster` or a
+    :class:`~squall.spark.SparkCluster`).
 
     Args:
         cluster: the cluster whose topologies are shown and steered.
@@ -53,6 +55,10 @@ class UIServer:
             logged when the server starts.
         limits: the bounds on connections, request bodies and read times
             (:class:`~squall.ui.limits.UILimits`; its defaults if None).
+        metrics_only: serve ``/metrics`` alone (no pages, no REST API), under the
+            same rules (host, token, limits).
+        sample_secs: how often the figures the charts draw are sampled (see
+            :class:`~squall.ui.series.SeriesRecorder`).
 
     Raises:
         SquallError: ``host`` is beyond loopback with neither a token nor
@@ -75,11 +81,15 @@ class UIServer:
         allowed_hosts: Sequence[str] = (),
         allow_unauthenticated_remote: bool = False,
         limits: UILimits | None = None,
+        metrics_only: bool = False,
+        sample_secs: float = 2.0,
     ) -> None:
         if token is None and not is_loopback(host) and not allow_unauthenticated_remote:
+            what = "metrics server" if metrics_only else "UI server"
+            risk = "read every topology's figures" if metrics_only else "kill topologies"
             raise SquallError(
-                f"the UI server would listen on {host}, beyond this machine, without a "
-                "token: anyone reaching it could kill topologies. Give a token (token=..., "
+                f"the {what} would listen on {host}, beyond this machine, without a "
+                f"token: anyone reaching it could {risk}. Give a token (token=..., "
                 "squall run --ui-token-file or SQUALL_UI_TOKEN), listen on 127.0.0.1, or "
                 "allow it explicitly with allow_unauthenticated_remote=True "
                 "(--ui-allow-unauthenticated-remote)"
@@ -92,6 +102,8 @@ class UIServer:
         Guard(token, host, port, self.allowed_hosts)  # an invalid entry is refused now
         self.allow_unauthenticated_remote = allow_unauthenticated_remote
         self.limits = limits or UILimits()
+        self.metrics_only = metrics_only
+        self.series = SeriesRecorder(cluster, sample_secs)
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._app: Any = None
@@ -134,7 +146,13 @@ class UIServer:
                 self.url,
             )
         app = self._app = make_app(
-            self.cluster, self.token, self.host, self.port, self.allowed_hosts
+            self.cluster,
+            self.token,
+            self.host,
+            self.port,
+            self.allowed_hosts,
+            self.metrics_only,
+            self.series,
         )
         limits = self.limits
         config = uvicorn.Config(
@@ -154,6 +172,8 @@ class UIServer:
             daemon=True,
         )
         self._thread.start()
+        if not self.metrics_only:  # the charts' samples: only the pages draw them
+            self.series.start()
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
@@ -174,6 +194,7 @@ class UIServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        self.series.stop()
         if self._app is not None:
             self._app.state.control.stop()
         self._server = None

@@ -19,19 +19,24 @@ from squall.ui.models import (
     ClusterSummary,
     ComponentError,
     ComponentPage,
+    ComponentSeries,
+    ComponentSeriesPage,
     ComponentWindowStats,
     ExecutorStats,
     GraphInput,
     GraphNode,
     InputEntry,
+    SeriesValues,
     SparkBatch,
     SparkFigures,
     SpoutEntry,
     StreamStats,
     TopologyPage,
+    TopologySeries,
     TopologySummaryEntry,
     WindowStats,
 )
+from squall.ui.series import SeriesRecorder, column, queue_capacity, queues
 
 #: The ``window`` parameter's value for all time.
 ALL_TIME = ":all-time"
@@ -80,6 +85,11 @@ def window_pretty(window: int | None) -> str:
 def latency(value: float) -> str:
     """A latency or capacity as Storm UI writes it."""
     return f"{value:.3f}"
+
+
+def percentiles(values: dict[float, float]) -> dict[str, str]:
+    """Latency percentiles as the REST API gives them: ``{"99.9": "1.234"}`` (ms)."""
+    return {f"{p:g}": latency(ms) for p, ms in values.items()}
 
 
 def _info(cluster: Cluster, name: str, window: int | None = None) -> TopologyInfo:
@@ -248,6 +258,7 @@ def topology_page(
             acked=s.acked,
             failed=s.failed,
             completeLatency=latency(s.complete_latency_ms),
+            completeLatencyPercentiles=percentiles(s.complete_latency_percentiles),
             **_last_error(s),
         )
         for cid, s in components.items()
@@ -266,6 +277,8 @@ def topology_page(
             capacity=latency(s.capacity),
             executeLatency=latency(s.execute_latency_ms),
             processLatency=latency(s.process_latency_ms),
+            executeLatencyPercentiles=percentiles(s.execute_latency_percentiles),
+            processLatencyPercentiles=percentiles(s.process_latency_percentiles),
             **_last_error(s),
         )
         for cid, s in components.items()
@@ -310,6 +323,9 @@ def _component_window(stats: ComponentStats, window: int | None) -> ComponentWin
         completeLatency=latency(stats.complete_latency_ms),
         executeLatency=latency(stats.execute_latency_ms),
         processLatency=latency(stats.process_latency_ms),
+        completeLatencyPercentiles=percentiles(stats.complete_latency_percentiles),
+        executeLatencyPercentiles=percentiles(stats.execute_latency_percentiles),
+        processLatencyPercentiles=percentiles(stats.process_latency_percentiles),
     )
 
 
@@ -389,11 +405,13 @@ def visualization(cluster: Cluster, name: str, window: int | None) -> dict[str, 
     over ``window`` and inputs."""
     info = _info(cluster, name, window)
     topology: StormTopology = cluster.get_topology(name)
+    queued = queues(_info(cluster, name), queue_capacity(cluster, name))
     nodes = {}
     for spec in topology:
         if spec.system:
             continue
         stats = info.components.get(spec.component_id)
+        waiting, full = queued.get(spec.component_id, (0, False)) if queued else (None, False)
         nodes[spec.component_id] = GraphNode(
             type=spec.kind,
             capacity=stats.capacity if stats else 0.0,
@@ -411,8 +429,59 @@ def visualization(cluster: Cluster, name: str, window: int | None) -> dict[str, 
                 for sub in spec.inputs
                 if not sub.source.startswith("__")
             ],
+            queued=waiting,
+            backpressure=full,
         )
     return nodes
+
+
+SERIES_FIELDS = ("emitted", "acked", "latency", "capacity", "queued", "backpressure")
+
+
+def _series_of(samples: list[Any], component: str | None) -> dict[str, list[Any]]:
+    return {name: column(samples, component, name) for name in SERIES_FIELDS}
+
+
+def topology_series(
+    cluster: Cluster, recorder: SeriesRecorder, name: str, window: int | None
+) -> TopologySeries:
+    """``GET topology/{name}/series``: the samples of ``name`` and of its user
+    components over the last ``window`` seconds (None: all kept)."""
+    info = _info(cluster, name)
+    samples = recorder.samples(name, window)
+    order = cluster.get_topology(name).component_ids()
+    components = _user_components(info, False, order)
+    return TopologySeries(
+        id=name,
+        window=window_label(window),
+        sampleSecs=recorder.sample_secs,
+        latencyKind=samples[-1].latency_kind if samples else "mean",
+        times=[sample.time for sample in samples],
+        topology=SeriesValues(**_series_of(samples, None)),
+        components={
+            cid: ComponentSeries(type=stats.kind, **_series_of(samples, cid))
+            for cid, stats in components.items()
+        },
+    )
+
+
+def component_series(
+    cluster: Cluster, recorder: SeriesRecorder, name: str, component_id: str, window: int | None
+) -> ComponentSeriesPage:
+    """``GET topology/{name}/component/{component_id}/series``: that component's
+    samples over the last ``window`` seconds (None: all kept)."""
+    stats = _component(_info(cluster, name), component_id)
+    samples = recorder.samples(name, window)
+    return ComponentSeriesPage(
+        id=component_id,
+        topologyId=name,
+        type=stats.kind,
+        window=window_label(window),
+        sampleSecs=recorder.sample_secs,
+        latencyKind=samples[-1].latency_kind if samples else "mean",
+        times=[sample.time for sample in samples],
+        **_series_of(samples, component_id),
+    )
 
 
 __all__ = [
@@ -420,9 +489,11 @@ __all__ = [
     "UnknownName",
     "cluster_summary",
     "component_page",
+    "component_series",
     "parse_window",
     "pretty_secs",
     "topology_entries",
     "topology_page",
+    "topology_series",
     "visualization",
 ]

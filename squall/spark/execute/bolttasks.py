@@ -157,6 +157,8 @@ class LiveBolt:
         counters = (stats.executed, stats.acked, stats.failed, stats.errors_total)
         streams = {s: (r.emitted, r.transferred) for s, r in self.routes.items()}
         busy, process_secs, process_count = stats.busy_secs, stats.process_secs, stats.process_count
+        execute_latency = stats.execute_latency.copy()
+        process_latency = stats.process_latency.copy()
         self.last_batch = _PARTIAL  # until the snapshot: a re-run must restore first
         if implements(runner.component, BeginsBatch):
             runner.component.begin_batch(batch_id, self.setup.state_dir)
@@ -187,6 +189,10 @@ class LiveBolt:
             busy_secs=stats.busy_secs - busy,
             process_secs=stats.process_secs - process_secs,
             process_count=stats.process_count - process_count,
+            latencies={
+                "execute": stats.execute_latency.minus(execute_latency),
+                "process": stats.process_latency.minus(process_latency),
+            },
             streams={
                 s: (r.emitted - streams[s][0], r.transferred - streams[s][1])
                 for s, r in self.routes.items()

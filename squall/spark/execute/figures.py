@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 from pyspark.accumulators import AccumulatorParam
 
+from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ErrorInfo
 from squall.spark.execute.ledger import LedgerPart
 
@@ -56,6 +58,8 @@ class TaskFigures:
     errors: list[ErrorInfo] = field(default_factory=list)
     process_secs: float = 0.0
     process_count: int = 0
+    #: Latencies of the batch (ms) by kind: ``"execute"`` and ``"process"``.
+    latencies: dict[str, LatencyHistogram] = field(default_factory=dict)
     #: Output stream -> ``(emitted, transferred)``.
     streams: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: The component's own metrics (its ``metrics()``), as last reported.
@@ -107,6 +111,9 @@ class BatchFigures:
         self.last_batch_id: int | None = None
         self.last_rows = 0
         self.last_duration_ms = 0.0
+        self.duration_ms_total = 0.0
+        #: Per bound of ``BATCH_DURATION_BUCKETS``, the batches that took at most that.
+        self.duration_buckets = [0] * len(BATCH_DURATION_BUCKETS)
         self.rows_total = 0
         self.retries = 0
         self.errors: list[ErrorInfo] = []
@@ -132,5 +139,9 @@ class BatchFigures:
         self.last_rows = rows
         self.rows_total += rows
         self.last_duration_ms = duration_ms
+        self.duration_ms_total += duration_ms
+        for index, bound in enumerate(BATCH_DURATION_BUCKETS):
+            if duration_ms <= bound * 1000.0:
+                self.duration_buckets[index] += 1
         self.recent_ms.append(duration_ms)
         self.recent.append((batch_id, rows, duration_ms, commits))

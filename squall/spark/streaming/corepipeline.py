@@ -60,6 +60,8 @@ def fold_figures(stats: TaskStats, figures: TaskFigures) -> None:
     stats.busy_secs += figures.busy_secs
     stats.process_secs += figures.process_secs
     stats.process_count += figures.process_count
+    for kind, histogram in figures.latencies.items():
+        getattr(stats, f"{kind}_latency").merge(histogram)
     for stream, (emitted, transferred) in figures.streams.items():
         counts = stats.routes.setdefault(stream, _StreamCounts())
         counts.emitted += emitted

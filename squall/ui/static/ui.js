@@ -1,6 +1,8 @@
 // squall's web UI: renders the REST API (/api/v1/) into the page and refreshes it
 // every REFRESH_MS without reloading. Every value from the server is written as text
 // (textContent), never as HTML: component names and error messages are user data.
+// The charts are drawn by uPlot (static/uPlot.iife.min.js, MIT) from the samples the
+// server keeps (/api/v1/topology/NAME/series), so they survive a reload.
 "use strict";
 
 const REFRESH_MS = 2000;
@@ -21,6 +23,9 @@ function el(tag, attributes, ...children) {
 function link(href, text) { return el("a", { href }, text); }
 function number(value) { return typeof value === "number" ? value.toLocaleString("en-US") : value; }
 function enc(value) { return encodeURIComponent(value); }
+
+// The p99 of a latency (its percentiles as the REST API gives them), for a table cell.
+function p99(field) { return (row) => (row[field] && row[field]["99"]) || "-"; }
 
 function table(columns, rows, key) {
   const head = el("tr", {}, ...columns.map(([title]) => el("th", {}, title)));
@@ -80,6 +85,97 @@ function errorCell(row) {
   return el("span", { class: "error", title: `task ${row.errorTask}, ${row.errorLapsedSecs} s ago` }, row.lastError);
 }
 
+const COLOURS = ["#2563eb", "#16a34a", "#dc2626", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
+const CHART_HEIGHT = 190;
+
+// Two charts a row, as wide as the page lets them be.
+function chartWidth(container) {
+  return Math.max(320, Math.floor((container.clientWidth - 16) / 2) - 18);
+}
+
+// Tick labels of the time axis: hours and minutes, seconds too within an hour.
+function clockTicks(u, splits) {
+  const span = u.scales.x.max - u.scales.x.min;
+  const options = span < 3600 ? { hour: "2-digit", minute: "2-digit", second: "2-digit" }
+    : span < 86400 ? { hour: "2-digit", minute: "2-digit" }
+      : { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
+  return splits.map((v) => new Date(v * 1000).toLocaleTimeString([], options));
+}
+
+// One chart: a titled box whose uPlot is made on the first data and updated after;
+// made anew when its series change (a bolt appears, the latency turns p99).
+function chart(container, id, title) {
+  let box = document.getElementById(id);
+  if (!box) {
+    box = el("figure", { id, class: "chart", "data-points": "0" }, el("figcaption", {}, title), el("div", { class: "plot" }));
+    container.append(box);
+  }
+  box.querySelector("figcaption").textContent = title;
+  return box;
+}
+
+function draw(box, times, lines, unit) {
+  const key = JSON.stringify(lines.map(([label]) => label));
+  const data = [times, ...lines.map(([, values]) => values)];
+  const points = times.length;
+  box.setAttribute("data-points", String(points));
+  box.setAttribute("data-last", JSON.stringify(lines.map(([, values]) => values[values.length - 1] ?? null)));
+  if (box.plot && box.plotKey === key) {
+    box.plot.setData(data);
+    return;
+  }
+  if (box.plot) box.plot.destroy();
+  const plot = box.querySelector(".plot");
+  plot.replaceChildren();
+  box.plotKey = key;
+  box.plot = new uPlot({
+    width: chartWidth(box.parentElement), height: CHART_HEIGHT, padding: [10, 36, 0, 0],
+    scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+    axes: [{ values: clockTicks, space: 90 }, { label: unit, size: 60 }],
+    series: [{}, ...lines.map(([label], index) => ({
+      label, stroke: COLOURS[index % COLOURS.length], width: 1.5, spanGaps: false,
+      points: { show: points < 40 },
+    }))],
+    legend: { live: false },
+  }, data, plot);
+}
+
+function latencyTitle(kind, what) {
+  return kind === "p99" ? `${what} latency p99 (ms)` : `${what} latency, mean (ms)`;
+}
+
+async function topologyCharts(name, window) {
+  const s = await api(`topology/${enc(name)}/series?window=${enc(window)}`);
+  const container = document.getElementById("charts");
+  const bolts = Object.entries(s.components).filter(([, c]) => c.type === "bolt");
+  draw(chart(container, "chart-throughput", "Throughput (tuples/s)"), s.times,
+    [["emitted/s", s.topology.emitted], ["acked/s", s.topology.acked]], "tuples/s");
+  draw(chart(container, "chart-latency", latencyTitle(s.latencyKind, "Complete")), s.times,
+    [[s.latencyKind === "p99" ? "p99" : "mean", s.topology.latency]], "ms");
+  draw(chart(container, "chart-capacity", "Capacity per bolt"), s.times,
+    bolts.map(([id, c]) => [id, c.capacity]), "capacity");
+  const queued = bolts.some(([, c]) => c.queued.some((q) => q !== null));
+  if (queued) {
+    draw(chart(container, "chart-queued", "Queued tuples per bolt"), s.times,
+      bolts.map(([id, c]) => [id, c.queued]), "tuples");
+  }
+}
+
+async function componentCharts(name, component, window) {
+  const s = await api(`topology/${enc(name)}/component/${enc(component)}/series?window=${enc(window)}`);
+  const container = document.getElementById("charts");
+  draw(chart(container, "chart-throughput", "Throughput (tuples/s)"), s.times,
+    [["emitted/s", s.emitted], ["acked/s", s.acked]], "tuples/s");
+  draw(chart(container, "chart-latency", latencyTitle(s.latencyKind, s.type === "spout" ? "Complete" : "Execute")),
+    s.times, [[s.latencyKind === "p99" ? "p99" : "mean", s.latency]], "ms");
+  if (s.type === "bolt") {
+    draw(chart(container, "chart-capacity", "Capacity"), s.times, [["capacity", s.capacity]], "capacity");
+    if (s.queued.some((q) => q !== null)) {
+      draw(chart(container, "chart-queued", "Queued tuples"), s.times, [["queued", s.queued]], "tuples");
+    }
+  }
+}
+
 async function clusterPage(page) {
   const [cluster, summary] = await Promise.all([api("cluster/summary"), api("topology/summary")]);
   page.replaceChildren(
@@ -135,6 +231,7 @@ async function topologyPage(page, where, state) {
       el("div", { id: "summary" }), el("h2", {}, "Topology stats"), el("div", { id: "stats" }),
       el("h2", {}, "Spouts"), el("div", { id: "spouts" }), el("h2", {}, "Bolts"), el("div", { id: "bolts" }),
       el("div", { id: "spark" }),
+      el("h2", {}, "Charts"), el("div", { id: "charts", class: "charts" }),
       el("h2", {}, "Graph"), el("div", { id: "graph", class: "graph" }),
       el("h2", {}, "Configuration"), el("div", { id: "configuration" }));
     state.built = true;
@@ -148,13 +245,16 @@ async function topologyPage(page, where, state) {
   const component = (field) => (row) => link(`/topology/${enc(t.name)}/component/${enc(row[field])}`, row[field]);
   document.getElementById("spouts").replaceChildren(table([["Id", "spoutId", component("spoutId")],
     ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-    ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"],
-    ["Last error", "lastError", errorCell]], t.spouts, "spoutId"));
+    ["Complete latency (ms)", "completeLatency"],
+    ["Complete p99 (ms)", "completeP99", p99("completeLatencyPercentiles")], ["Acked", "acked"],
+    ["Failed", "failed"], ["Last error", "lastError", errorCell]], t.spouts, "spoutId"));
   document.getElementById("bolts").replaceChildren(table([["Id", "boltId", component("boltId")],
     ["Executors", "executors"], ["Tasks", "tasks"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-    ["Capacity", "capacity"], ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
-    ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"],
-    ["Last error", "lastError", errorCell]], t.bolts, "boltId"));
+    ["Capacity", "capacity"], ["Execute latency (ms)", "executeLatency"],
+    ["Execute p99 (ms)", "executeP99", p99("executeLatencyPercentiles")], ["Executed", "executed"],
+    ["Process latency (ms)", "processLatency"],
+    ["Process p99 (ms)", "processP99", p99("processLatencyPercentiles")], ["Acked", "acked"],
+    ["Failed", "failed"], ["Last error", "lastError", errorCell]], t.bolts, "boltId"));
   const spark = document.getElementById("spark");
   if (t.spark) {
     spark.replaceChildren(el("h2", {}, "Micro-batches"),
@@ -164,6 +264,7 @@ async function topologyPage(page, where, state) {
       table([["Batch", "batchId"], ["Rows", "rows"], ["Duration (ms)", "durationMs"],
         ["State commits", "stateCommits"]], t.spark.recent, "batchId"));
   }
+  await topologyCharts(t.name, window);
   const graph = await fetch(`/topology/${enc(t.name)}/graph.svg?window=${enc(window)}`, { credentials: "same-origin" });
   if (graph.ok) {
     const svg = new DOMParser().parseFromString(await graph.text(), "image/svg+xml").documentElement;
@@ -173,22 +274,34 @@ async function topologyPage(page, where, state) {
     Object.entries(t.configuration).map(([key, value]) => ({ key, value: JSON.stringify(value) }))));
 }
 
-async function componentPage(page, where) {
+async function componentPage(page, where, state) {
   const window = windowParam();
   const c = await api(`topology/${enc(where.name)}/component/${enc(where.component)}?window=${enc(window)}`);
   const perWindow = c.spoutSummary || c.boltStats;
   const windowColumns = c.componentType === "spout"
     ? [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-      ["Complete latency (ms)", "completeLatency"], ["Acked", "acked"], ["Failed", "failed"]]
+      ["Complete latency (ms)", "completeLatency"],
+      ["Complete p99 (ms)", "completeP99", p99("completeLatencyPercentiles")],
+      ["Acked", "acked"], ["Failed", "failed"]]
     : [["Window", "windowPretty"], ["Emitted", "emitted"], ["Transferred", "transferred"],
-      ["Execute latency (ms)", "executeLatency"], ["Executed", "executed"],
-      ["Process latency (ms)", "processLatency"], ["Acked", "acked"], ["Failed", "failed"]];
-  page.replaceChildren(
+      ["Execute latency (ms)", "executeLatency"],
+      ["Execute p99 (ms)", "executeP99", p99("executeLatencyPercentiles")], ["Executed", "executed"],
+      ["Process latency (ms)", "processLatency"],
+      ["Process p99 (ms)", "processP99", p99("processLatencyPercentiles")],
+      ["Acked", "acked"], ["Failed", "failed"]];
+  if (!state.built) {
+    page.replaceChildren(el("div", { id: "component-head" }), el("h2", {}, "Charts"),
+      el("div", { id: "charts", class: "charts" }), el("div", { id: "component-body" }));
+    state.built = true;
+  }
+  document.getElementById("component-head").replaceChildren(
     el("h1", {}, `${c.componentType === "spout" ? "Spout" : "Bolt"} `, el("span", { id: "component-id" }, c.id),
       " of ", link(`/topology/${enc(c.name)}`, c.name), " ", statusCell(c.topologyStatus)),
     windowPicker(),
     table([["Executors", "executors"], ["Tasks", "tasks"]], [c]),
-    el("h2", {}, "Stats"), table(windowColumns, perWindow, "window"),
+    el("h2", {}, "Stats"), table(windowColumns, perWindow, "window"));
+  await componentCharts(where.name, where.component, window);
+  document.getElementById("component-body").replaceChildren(
     el("h2", {}, "Inputs"), c.inputs.length ? table([["Component", "component"], ["Stream", "stream"],
       ["Grouping", "grouping"]], c.inputs) : el("p", { class: "muted" }, "None."),
     el("h2", {}, "Output streams"), table([["Stream", "stream"], ["Emitted", "emitted"],
@@ -212,7 +325,7 @@ async function refresh() {
   crumbs(where);
   try {
     if (where.page === "topology") await topologyPage(page, where, state);
-    else if (where.page === "component") await componentPage(page, where);
+    else if (where.page === "component") await componentPage(page, where, state);
     else await clusterPage(page);
     document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
