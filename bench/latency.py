@@ -100,8 +100,10 @@ class PacedSentenceSpout(Spout):
             self.started = now
             self.window_start = now + self.warmup_secs
             self.window_end = self.window_start + self.secs
-            with open(self.path + ".started", "w") as marker:
+            # Written whole, then renamed: the reader never sees it half written.
+            with open(self.path + ".starting", "w") as marker:
                 marker.write(repr(time.time()))
+            os.replace(self.path + ".starting", self.path + ".started")
         seq = len(self.emit_times)
         if now >= self.window_end:
             if self.end_seq < 0:
@@ -291,8 +293,13 @@ def child_local(params: dict[str, Any]) -> dict[str, Any]:
 def run_local(params: dict[str, Any]) -> dict[str, Any]:
     """:func:`child_local` in a fresh interpreter."""
     command = [sys.executable, __file__, "--child", json.dumps(params)]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(output.strip().splitlines()[-1]))
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"the run at {params['rate']:,.0f}/s on {params['engine']} failed "
+            f"(exit {done.returncode}):\n{done.stderr.strip()}"
+        )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 class SparkRunner:
