@@ -85,7 +85,7 @@ class FastRandomSentenceSpout(Spout):
         self.collector.emit([sentence], msg_id=sentence)
 
     def ack(self, msg_id: Any) -> None:
-        pass  # ignored
+        """As in Storm: a completed sentence needs nothing more."""
 
     def fail(self, msg_id: Any) -> None:
         self.collector.emit([msg_id], msg_id=msg_id)

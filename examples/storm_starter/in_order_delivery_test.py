@@ -72,10 +72,10 @@ class InOrderSpout(Spout):
         self.count += 1
 
     def ack(self, msg_id: Any) -> None:
-        pass  # ignored
+        """As in Storm: a completed tuple needs nothing more."""
 
     def fail(self, msg_id: Any) -> None:
-        pass  # ignored
+        """As in Storm: a failed tuple is not replayed (the count goes on)."""
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(Fields("c1", "c2"))
@@ -97,7 +97,7 @@ class Check(BasicBolt):
         self.expected[c1] = c2 + 1
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        pass  # emits nothing
+        """The check emits nothing: it only fails tuples that arrive out of order."""
 
 
 def build_topology(max_count: int | None = None) -> StormTopology:
