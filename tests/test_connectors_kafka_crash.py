@@ -49,11 +49,35 @@ class Killer(Bolt):
         self.collector.ack(tup)
 
 
+class Pacer(Bolt):
+    """Passes each record's value on, anchored, ``seconds`` after it arrives: the topic
+    takes seconds, so a kill once 30 records are out falls in its middle however busy
+    the machine is."""
+
+    outputs = ["value"]
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        time.sleep(self.seconds)
+        self.collector.emit([tup["value"]], anchors=[tup])
+        self.collector.ack(tup)
+
+
 def crash_topology(
-    bootstrap: str, source: str, group: str, out: str, flag: str | None = None
+    bootstrap: str,
+    source: str,
+    group: str,
+    out: str,
+    flag: str | None = None,
+    pace: float | None = None,
 ) -> StormTopology:
-    """source -> KafkaSpout -> (Killer, with ``flag``) -> KafkaBolt -> out (each
-    record's value)."""
+    """source -> KafkaSpout -> (Killer, with ``flag``; Pacer, with ``pace``) -> KafkaBolt
+    -> out (each record's value)."""
     builder = TopologyBuilder()
     spout = KafkaSpout(bootstrap, source, group, commit_period_ms=50, partition_refresh_ms=500)
     builder.set_spout("records", spout)
@@ -61,6 +85,9 @@ def crash_topology(
     if flag is not None:
         builder.set_bolt("killer", Killer(flag)).shuffle_grouping("records")
         feed = "killer"
+    if pace is not None:
+        builder.set_bolt("pacer", Pacer(pace)).shuffle_grouping("records")
+        feed = "pacer"
     # Records wait 50 ms for their batch: with 10 tuples pending at most, the topic takes
     # about a second, so the kill falls in its middle.
     bolt = KafkaBolt(bootstrap, out, producer_conf={"linger.ms": 50})
@@ -83,7 +110,8 @@ def _spark_child(bootstrap: str, source: str, group: str, out: str, checkpoint: 
         checkpoint_dir=checkpoint,
         spark_conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
     )
-    cluster.submit_topology("crash", SPARK_CONF, crash_topology(bootstrap, source, group, out))
+    topology = crash_topology(bootstrap, source, group, out, pace=0.03)
+    cluster.submit_topology("crash", SPARK_CONF, topology)
     time.sleep(120)
 
 
@@ -175,7 +203,8 @@ def test_a_spark_driver_killed_mid_topic_loses_nothing_after_a_restart(
     cluster = SparkCluster(spark=spark, checkpoint_dir=checkpoint)
     try:
         resumed = {**SPARK_CONF, "topology.spark.batch.max.tuples": 1000}  # the rest at once
-        topology = crash_topology(kafka_broker.bootstrap, source, group, out)
+        # The same shape as the killed run's (a checkpoint resumes only its own topology).
+        topology = crash_topology(kafka_broker.bootstrap, source, group, out, pace=0.0)
         cluster.submit_topology("crash", resumed, topology)
         wait_until(lambda: set(written(kafka_broker, out)) == set(values), timeout=60.0)
         assert cluster.wait_idle("crash")
