@@ -22,7 +22,11 @@ Engines: ``threads`` (``LocalCluster``, one worker), ``processes`` (``LocalClust
 two worker processes, one acker per worker) and ``spark`` (``SparkCluster``, a
 ``local[2]`` session; the latency is from emit to the settling of the tree when its
 micro-batch ends, so the batch interval and duration set its floor). Every local run
-is a fresh interpreter; Spark's rates share one session.
+is a fresh interpreter; Spark's rates share one session. On the local engine the
+benchmark sets ``topology.worker.gc.freeze`` (``--gc-freeze``, on by default), as a
+latency-sensitive deployment would: worker processes freeze their start-up heap anyway,
+and on a worker thread it takes the garbage collector's full passes (about 11 ms each
+here) off the tail.
 
     python bench/latency.py --quick                       # < 60 s: threads and processes
     python bench/latency.py --engines threads --rates 10000,20000,30000 --secs 10
@@ -213,28 +217,29 @@ def topology(rate: float, warmup: float, secs: float, path: str) -> Any:
 
 
 def tree_cpu_secs(root: int) -> float:
-    """utime + stime of ``root`` and every live descendant, in seconds (``/proc``)."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+    """utime + stime of ``root`` and every live descendant, in seconds (``/proc``).
+
+    It reads only the tree's own files (each process's ``stat`` and its threads'
+    ``children``), a few system calls: on the threads engine it runs in the process it
+    measures, and a scan of every process's files there would hold the engine's worker
+    off the interpreter lock long enough to show in the latencies it measures."""
     ticks = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
     total, stack = 0.0, [root]
     while stack:
         pid = stack.pop()
-        total += cpu.get(pid, 0.0)
-        stack.extend(children.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / ticks
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/children") as children:
+                    stack.extend(int(child) for child in children.read().split())
+            except OSError:
+                continue
     return total
 
 
@@ -267,8 +272,9 @@ def measure(cluster: Any, name: str, conf: Config, params: dict[str, Any]) -> di
     return result
 
 
-def engine_conf(engine: str, max_pending: int) -> Config:
-    """The configuration of ``engine``: one acker per worker, ``max_pending`` trees."""
+def engine_conf(engine: str, max_pending: int, gc_freeze: bool | None = None) -> Config:
+    """The configuration of ``engine``: one acker per worker, ``max_pending`` trees,
+    ``topology.worker.gc.freeze`` = ``gc_freeze`` unless None (the engine's default)."""
     if engine == "threads":
         conf = Config().set_num_workers(1)
     elif engine == "processes":
@@ -278,6 +284,8 @@ def engine_conf(engine: str, max_pending: int) -> Config:
         conf["topology.spark.batch.interval.millis"] = 10
     conf.set_num_ackers(conf["topology.workers"])
     conf.set_max_spout_pending(max_pending)
+    if gc_freeze is not None:
+        conf[Config.TOPOLOGY_WORKER_GC_FREEZE] = gc_freeze
     return conf
 
 
@@ -285,7 +293,7 @@ def child_local(params: dict[str, Any]) -> dict[str, Any]:
     """One rate on the local engine (in an interpreter of its own)."""
     from squall import LocalCluster
 
-    conf = engine_conf(params["engine"], params["max_pending"])
+    conf = engine_conf(params["engine"], params["max_pending"], params.get("gc_freeze"))
     with LocalCluster() as cluster:
         return measure(cluster, "latency", conf, params)
 
@@ -420,6 +428,13 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=1, help="runs per rate (medians)")
     parser.add_argument(
+        "--gc-freeze",
+        choices=("on", "off", "default"),
+        default="on",
+        help="topology.worker.gc.freeze on the local engine (default: on; 'default' leaves "
+        "the engine's own: on in worker processes, off for worker threads)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="threads and processes, 3 rates, 2 s each (< 60 s)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
@@ -440,6 +455,7 @@ def main() -> None:
         "warmup": args.warmup,
         "max_pending": args.max_pending,
         "runs": args.runs,
+        "gc_freeze": args.gc_freeze,
     }
     spark = SparkRunner()
     try:
@@ -453,6 +469,7 @@ def main() -> None:
                 "secs": args.secs,
                 "max_pending": args.max_pending,
                 "spark_max_pending": args.spark_max_pending,
+                "gc_freeze": {"on": True, "off": False}.get(args.gc_freeze),
             }
             saturation = None
             rows = []

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from squall.local import heap
 from squall.local.backpressure import SPOUT_QUEUE_LIMIT, build_gates
 from squall.local.exchange import Exchange, report_on
 from squall.local.rebalance import (
@@ -106,6 +107,8 @@ class RunningTopology(SubmittedTopology):
         self._retired_ack_messages = 0
         #: In a worker process: the worker it runs, and how it reaches the others.
         self.process = process
+        #: Whether the heap is frozen for this topology (see squall.local.heap).
+        self._holds_heap = False
         self.exchange: Exchange | None = None
         if process is not None:
             self.exchange = process.exchange(self.topology, self.plan, self.inboxes)
@@ -296,6 +299,9 @@ class RunningTopology(SubmittedTopology):
             raise errors[0]
         if active:
             self._set_spouts_active(True, before_release=True)
+        if self.process is None and heap.freeze_wanted(self.conf, in_process_worker=False):
+            heap.hold(self)
+            self._holds_heap = True
         for worker in self.workers:
             worker.release(True)
         self.status = "ACTIVE" if active else "INACTIVE"
@@ -466,6 +472,9 @@ class RunningTopology(SubmittedTopology):
                 worker.stop()
             for worker in self.workers:
                 worker.join()
+            if self._holds_heap:
+                self._holds_heap = False
+                heap.release(self)
 
     def threads(self) -> list[Any]:
         """The worker threads (for tests that check nothing is left behind)."""

@@ -32,6 +32,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from squall.local import heap
 from squall.local.board import Board
 from squall.local.running import RunningTopology
 from squall.local.scope import ProcessScope
@@ -117,6 +118,8 @@ def main(payload: bytes, index: int, control: Connection) -> None:
             ("failed", _describe(worker.start_error), _picklable_cause(worker.start_error))
         )
         return
+    if heap.freeze_wanted(spec.conf, in_process_worker=True):
+        heap.freeze_now()  # the process is the engine's: its start-up heap stays
     control.send(("ready",))
     _serve(control, running, worker)
     links.close()

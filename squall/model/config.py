@@ -50,6 +50,10 @@ class Config(dict[str, Any]):
     #: Storm), ``"thread"`` (a thread of the submitting process), or ``"auto"``:
     #: processes when ``topology.workers`` > 1 on the system clock, else a thread.
     TOPOLOGY_WORKER_KIND = "topology.worker.kind"
+    #: Whether the local engine freezes a worker's start-up heap (``gc.freeze``) so
+    #: that full garbage collections walk only what the tasks made since: unset (the
+    #: default) freezes in worker processes and not in the submitting process.
+    TOPOLOGY_WORKER_GC_FREEZE = "topology.worker.gc.freeze"
     #: The metrics consumers: a list of ``{"class", "argument", "parallelism.hint"}``
     #: dicts (see :meth:`register_metrics_consumer`).
     TOPOLOGY_METRICS_CONSUMER_REGISTER = "topology.metrics.consumer.register"

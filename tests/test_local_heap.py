@@ -1,0 +1,91 @@
+"""``topology.worker.gc.freeze``: a worker process freezes its start-up heap by default;
+the submitting process's heap is frozen only when the key is true, from the topology's
+start to its kill."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from squall import Bolt, Config, LocalCluster, Spout, TopologyBuilder
+from squall.local import heap
+from squall.testing import SharedRecord
+from tests.helpers import wait_until
+
+
+class OneSpout(Spout):
+    """Emits one tuple, then nothing."""
+
+    outputs = ["n"]
+
+    def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.sent = False
+
+    def next_tuple(self) -> None:
+        if not self.sent:
+            self.sent = True
+            self.collector.emit([1])
+
+
+class FreezeReporter(Bolt):
+    """Records how many objects its process holds frozen when a tuple reaches it."""
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        pass
+
+    def execute(self, tup: Any) -> None:
+        self.record.append("frozen", gc.get_freeze_count())
+
+
+def frozen_seen(conf: dict[str, Any]) -> tuple[int, int, int]:
+    """Run OneSpout -> FreezeReporter under ``conf``: (frozen objects the bolt saw in
+    its process, frozen objects of this process while the topology ran, after its
+    kill)."""
+    reporter = FreezeReporter()
+    builder = TopologyBuilder()
+    builder.set_spout("one", OneSpout())
+    builder.set_bolt("report", reporter).shuffle_grouping("one")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("heap", conf, builder.create_topology())
+        wait_until(lambda: reporter.record.get("frozen"), timeout=60.0)
+        while_running = gc.get_freeze_count()
+        cluster.kill_topology("heap")
+        after = gc.get_freeze_count()
+    return reporter.record.get("frozen")[0], while_running, after
+
+
+def test_worker_threads_leave_the_heap_alone_by_default() -> None:
+    before = gc.get_freeze_count()
+    assert frozen_seen({}) == (before, before, before)
+
+
+def test_worker_threads_freeze_the_heap_while_the_topology_runs_when_asked() -> None:
+    seen, running, after = frozen_seen({Config.TOPOLOGY_WORKER_GC_FREEZE: True})
+    assert seen > 1000 and running == seen  # the modules and the topology's objects
+    assert after == 0  # thawed at the kill: what the topology left is collectable
+
+
+def test_a_kill_refreezes_while_another_topology_holds_the_heap() -> None:
+    first, second = object(), object()
+    try:
+        heap.hold(first)
+        heap.hold(second)
+        heap.release(first)
+        assert gc.get_freeze_count() > 1000
+        heap.release(first)  # a second release of the same topology does nothing
+        assert gc.get_freeze_count() > 1000
+    finally:
+        heap.release(second)
+    assert gc.get_freeze_count() == 0
+
+
+def test_worker_processes_freeze_their_start_up_heap_by_default() -> None:
+    processes = {Config.TOPOLOGY_WORKERS: 2, Config.TOPOLOGY_WORKER_KIND: "process"}
+    seen, running, _ = frozen_seen(processes)
+    assert seen > 1000 and running == 0  # frozen there, not here
+    off = {**processes, Config.TOPOLOGY_WORKER_GC_FREEZE: False}
+    assert frozen_seen(off)[0] == 0
