@@ -105,6 +105,12 @@ def test_word_count_is_exact(
             len(set(" ".join(s[0] for s in SENTENCES[i : i + 2]).split())) for i in (0, 2, 4)
         ]
         assert count.executed <= sum(words_per_batch) * 2  # combined within each task
+        for stage in (split, count):  # each tuple at its task's batch mean, all counted
+            execute = stage.latency_histograms["execute"]
+            assert execute.count == stage.executed
+            # The busy time also counts the tasks that had no tuple in a micro-batch.
+            assert 0 < execute.sum <= stage.execute_latency_ms * stage.executed * (1 + 1e-9)
+            assert set(stage.execute_latency_percentiles) == {50.0, 90.0, 99.0, 99.9, 99.99}
     finally:
         cluster.shutdown()
 

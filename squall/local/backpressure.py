@@ -164,7 +164,15 @@ class OutputGate:
             has sent.
     """
 
-    __slots__ = ("_capacity", "_queues", "_writers", "blocked_checks", "meter")
+    __slots__ = (
+        "_capacity",
+        "_queues",
+        "_uniform",
+        "_writers",
+        "blocked_checks",
+        "meter",
+        "watching",
+    )
 
     def __init__(
         self,
@@ -182,18 +190,26 @@ class OutputGate:
         )
         if not routes:
             self._queues = []
+        #: Whether the task feeds any queue it must wait for.
+        self.watching = bool(self._queues)
+        #: The writers' count when every queue has the same (then the fullest queue
+        #: alone sets the budget); 0 otherwise.
+        uniform = self.watching and len(set(self._writers)) == 1
+        self._uniform = self._writers[0] if uniform else 0
         #: How many times the gate found a queue full (the task was held back).
         self.blocked_checks = 0
-
-    @property
-    def watching(self) -> bool:
-        """Whether the task feeds any queue it must wait for."""
-        return bool(self._queues)
 
     def budget(self) -> int:
         """How many more tuples the task may transfer before looking again; 0 when a
         queue it feeds is full (the task must not start more work now)."""
         capacity = self._capacity
+        if self._uniform:  # the common case, without a loop in Python
+            room = capacity - max(map(len, self._queues))
+            if room <= 0:
+                self.blocked_checks += 1
+                return 0
+            share = room // self._uniform
+            return share if share > 0 else 1
         budget = UNLIMITED
         for queue, writers in zip(self._queues, self._writers, strict=True):
             room = capacity - len(queue)

@@ -230,7 +230,7 @@ class RunningTopology(SubmittedTopology):
         spout_limit = min(high_water, SPOUT_QUEUE_LIMIT)
 
         def backpressure() -> bool:
-            return any(len(inbox) > spout_limit for inbox in bolt_inboxes)
+            return max(map(len, bolt_inboxes), default=0) > spout_limit
 
         gates = build_gates(
             self.topology,

@@ -66,11 +66,17 @@ class TaskFigures:
     custom: dict[str, float] = field(default_factory=dict)
 
     def add(self, other: TaskFigures) -> None:
-        """Add ``other``'s counts to these (stage totals on the driver)."""
+        """Add ``other``'s counts and latencies to these (stage totals on the driver)."""
         self.executed += other.executed
         self.emitted += other.emitted
         self.transferred += other.transferred
         self.busy_secs += other.busy_secs
+        for kind, histogram in other.latencies.items():
+            mine = self.latencies.get(kind)
+            if mine is None:
+                self.latencies[kind] = histogram.copy()
+            else:
+                mine.merge(histogram)
 
 
 @dataclass

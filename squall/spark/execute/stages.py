@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from squall.runtime.codepickle import Carried
 from squall.runtime.context import TopologyContext
+from squall.runtime.latency import LatencyHistogram
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
@@ -183,6 +184,10 @@ def timed_run(
     seconds = time.perf_counter() - started
     transferred = sum(packet.size for packet in output)
     figures = TaskFigures(stage.executed, stage.emitted, transferred, seconds)
+    if stage.executed:  # the batch's tuples, each at their mean time (as a bolt's batch)
+        execute = LatencyHistogram()
+        execute.record_many(seconds * 1000.0 / stage.executed, stage.executed)
+        figures.latencies["execute"] = execute
     reports.add({stage.report_key(partition): TaskReport(figures)})
     return output
 

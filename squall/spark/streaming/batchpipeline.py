@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.execute.batchbolts import BatchBoltStage
@@ -204,7 +205,7 @@ class BatchPipeline:
         for segment in self.plan.segments:
             totals = self.totals[segment.component_id]
             executed = totals.executed
-            components[segment.component_id] = ComponentStats(
+            stats = ComponentStats(
                 segment.component_id,
                 "bolt",
                 list(segment.task_ids),
@@ -214,6 +215,11 @@ class BatchPipeline:
                 execute_latency_ms=totals.busy_secs * 1000.0 / executed if executed else 0.0,
                 capacity=capacity.capacity(segment.component_id, segment.tasks),
             )
+            # A stage's task runs its micro-batch as one batch: its tuples count at the
+            # batch's mean time, as a bolt's batch does on the local engine.
+            execute = totals.latencies.get("execute")
+            stats.with_histograms({"execute": execute.copy() if execute else LatencyHistogram()})
+            components[segment.component_id] = stats
         return components
 
     def _count(self, ranges: dict[str, range]) -> int:
