@@ -102,6 +102,17 @@ function clockTicks(u, splits) {
   return splits.map((v) => new Date(v * 1000).toLocaleTimeString([], options));
 }
 
+// Value ticks short enough to leave the axis label room: 600k, 1.2M, 0.25.
+function valueTicks(u, splits) {
+  return splits.map((v) => {
+    if (v == null) return "";
+    const size = Math.abs(v);
+    if (size >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+    if (size >= 1e4) return `${+(v / 1e3).toFixed(0)}k`;
+    return v.toLocaleString(undefined, { maximumFractionDigits: 3 });
+  });
+}
+
 // One chart: a titled box whose uPlot is made on the first data and updated after;
 // made anew when its series change (a bolt appears, the latency turns p99).
 function chart(container, id, title) {
@@ -131,7 +142,7 @@ function draw(box, times, lines, unit) {
   box.plot = new uPlot({
     width: chartWidth(box.parentElement), height: CHART_HEIGHT, padding: [10, 36, 0, 0],
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-    axes: [{ values: clockTicks, space: 90 }, { label: unit, size: 60 }],
+    axes: [{ values: clockTicks, space: 90 }, { label: unit, size: 60, values: valueTicks }],
     series: [{}, ...lines.map(([label], index) => ({
       label, stroke: COLOURS[index % COLOURS.length], width: 1.5, spanGaps: false,
       points: { show: points < 40 },
