@@ -20,7 +20,6 @@ from squall.local.exchange import Exchange
 from squall.model.clock import Clock, set_current_clock
 from squall.model.errors import ComponentError
 from squall.model.tuple import SYSTEM_TASK_ID, TICK_STREAM_INFO, Tuple
-from squall.runtime.acker import ACKER_COMPONENT
 from squall.runtime.collectors import AckBuffer
 from squall.runtime.task_metrics import MetricsSchedule, due_buckets, metrics_schedules
 from squall.runtime.tasks import TaskRunner
@@ -190,19 +189,7 @@ class Worker:
         clock = self.clock
         runners = self.runners
         limits = [SPOUT_BATCH if r.is_spout else BOLT_BATCH for r in runners]
-        # The ackers run after the round's acks are flushed to them (the runners come
-        # in execution order, the ackers last): a tree completed within a round reaches
-        # its spout at the start of the next one, not a round later.
-        pairs = [
-            (runner, limit)
-            for runner, limit in zip(runners, limits, strict=True)
-            if runner.component_id != ACKER_COMPONENT
-        ]
-        acker_pairs = [
-            (runner, limit)
-            for runner, limit in zip(runners, limits, strict=True)
-            if runner.component_id == ACKER_COMPONENT
-        ]
+        pairs = list(zip(runners, limits, strict=True))
         flush_acks = self.ack_buffer.flush
         exchange = self.exchange
         next_sample = 0.0
@@ -220,8 +207,6 @@ class Worker:
             for runner, limit in pairs:
                 done += runner.run_batch(limit, now)
             flush_acks()
-            for runner, limit in acker_pairs:
-                done += runner.run_batch(limit, now)
             if exchange is not None:
                 done += exchange.turn(done)
             wall = time.monotonic()
