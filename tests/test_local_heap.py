@@ -7,8 +7,11 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+import pytest
+
 from squall import Bolt, Config, LocalCluster, Spout, TopologyBuilder
 from squall.local import heap
+from squall.model.errors import InvalidTopologyError
 from squall.testing import SharedRecord
 from tests.helpers import wait_until
 
@@ -89,3 +92,15 @@ def test_worker_processes_freeze_their_start_up_heap_by_default() -> None:
     assert seen > 1000 and running == 0  # frozen there, not here
     off = {**processes, Config.TOPOLOGY_WORKER_GC_FREEZE: False}
     assert frozen_seen(off)[0] == 0
+
+
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_a_freeze_setting_that_is_not_a_boolean_is_refused_at_submit(kind: str) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("one", OneSpout())
+    conf = {Config.TOPOLOGY_WORKER_GC_FREEZE: "no", Config.TOPOLOGY_WORKER_KIND: kind}
+    with LocalCluster() as cluster, pytest.raises(InvalidTopologyError) as raised:
+        cluster.submit_topology("heap", conf, builder.create_topology())
+    assert "topology.worker.gc.freeze must be true or false (or unset), not 'no'" in str(
+        raised.value
+    )

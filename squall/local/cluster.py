@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from squall.local import heap
 from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
 from squall.local.scratch import owned_directory
@@ -303,6 +304,7 @@ def _check_conf(conf: dict[str, Any]) -> None:
             raise InvalidTopologyError(
                 f"configuration {key!r} must be an integer >= 1, got {value!r}"
             )
+    heap.freeze_wanted(conf, in_process_worker=False)  # raises for a value not a bool
     kind = conf.get(Config.TOPOLOGY_WORKER_KIND)
     if kind is not None and kind not in WORKER_KINDS:
         raise InvalidTopologyError(

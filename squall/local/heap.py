@@ -30,6 +30,7 @@ import threading
 from typing import Any
 
 from squall.model.config import Config
+from squall.model.errors import InvalidTopologyError
 
 #: The configuration key.
 GC_FREEZE_KEY = Config.TOPOLOGY_WORKER_GC_FREEZE
@@ -42,11 +43,19 @@ _holders: set[int] = set()
 def freeze_wanted(conf: dict[str, Any], in_process_worker: bool) -> bool:
     """Whether the engine freezes the heap for a topology with ``conf``:
     ``topology.worker.gc.freeze`` when set, else ``in_process_worker`` (a worker
-    process, owned by the engine)."""
+    process, owned by the engine). Pure; runs wherever it is called.
+
+    Raises:
+        InvalidTopologyError: the key holds something other than true, false or None.
+    """
     value = conf.get(GC_FREEZE_KEY)
     if value is None:
         return in_process_worker
-    return bool(value)
+    if not isinstance(value, bool):
+        raise InvalidTopologyError(
+            f"{GC_FREEZE_KEY} must be true or false (or unset), not {value!r}"
+        )
+    return value
 
 
 def freeze_now() -> None:

@@ -285,7 +285,10 @@ class RunningTopology(SubmittedTopology):
         return workers
 
     def start(self, active: bool = True) -> None:
-        """Open/prepare every task, then run. Raises ``ComponentError`` if any start fails."""
+        """Open/prepare every task, then run. Raises ``ComponentError`` if any start fails,
+        ``InvalidTopologyError`` (before any task opens) for a bad
+        ``topology.worker.gc.freeze``."""
+        freeze = heap.freeze_wanted(self.conf, in_process_worker=self.process is not None)
         for worker in self.workers:
             worker.start()
         for worker in self.workers:
@@ -299,7 +302,7 @@ class RunningTopology(SubmittedTopology):
             raise errors[0]
         if active:
             self._set_spouts_active(True, before_release=True)
-        if self.process is None and heap.freeze_wanted(self.conf, in_process_worker=False):
+        if self.process is None and freeze:
             heap.hold(self)
             self._holds_heap = True
         for worker in self.workers:
