@@ -3,10 +3,12 @@ control.
 
 Quiet (the default): Spark logs errors only (a log4j2 configuration shipped with squall,
 ``log4j2-quiet.properties``), shows no progress bars, and the JVM's standard error
-reaches this process's through a pipe that drops the notice the JVM itself prints at
-start (``WARNING: Using incubator modules``) and holds what is printed while a session
-starts: released once it has started, kept out of the console if it fails (the
-failure is then one line, see :mod:`squall.spark.launch.javaerrors`).
+reaches this process's through a pipe. The pipe drops the notice the JVM itself prints
+at start (``WARNING: Using incubator modules``) and the tracebacks of PySpark's
+streaming source runner when a query stops (see :mod:`squall.spark.launch.runnertraces`).
+It holds what is printed while a session starts: released once it has started, kept out
+of the console if it fails (the failure is then one line, see
+:mod:`squall.spark.launch.javaerrors`).
 
 Verbose: Spark's own defaults (log at WARN, progress bars) and the JVM writes to this
 process's standard error directly.
@@ -24,6 +26,8 @@ import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
+
+from squall.spark.launch.runnertraces import RunnerTracebackFilter
 
 #: Spark's log configuration for a quiet session: errors only.
 QUIET_LOG_CONFIGURATION = Path(__file__).parents[1] / "log4j2-quiet.properties"
@@ -65,7 +69,8 @@ def output_conf(verbose: bool, spark_conf: dict[str, Any]) -> dict[str, str]:
 
 class JvmOutput:
     """The JVM's standard error, read on a thread of its own and written to this
-    process's (file descriptor 2) line by line, without :data:`START_NOTICES`.
+    process's (file descriptor 2) line by line, without :data:`START_NOTICES` and the
+    streaming source runner's tracebacks.
 
     While a session starts (:meth:`hold`) lines are held; :meth:`release` writes them,
     :meth:`discard` drops them. The last :data:`TAIL_LINES` lines are kept either way.
@@ -81,17 +86,24 @@ class JvmOutput:
         self._thread.start()
 
     def _pump(self, read_fd: int) -> None:
+        tracebacks = RunnerTracebackFilter()
         with os.fdopen(read_fd, "rb") as stream:
             for line in stream:
-                text = line.decode("utf-8", "replace").rstrip("\r\n")
-                if text.startswith(START_NOTICES):
-                    continue
-                with self._lock:
-                    self.tail.append(text)
-                    if self._held is not None:
-                        self._held.append(line)
-                        continue
-                _write(line)
+                for kept in tracebacks.feed(line):
+                    self._pass(kept)
+        for kept in tracebacks.end():
+            self._pass(kept)
+
+    def _pass(self, line: bytes) -> None:
+        text = line.decode("utf-8", "replace").rstrip("\r\n")
+        if text.startswith(START_NOTICES):
+            return
+        with self._lock:
+            self.tail.append(text)
+            if self._held is not None:
+                self._held.append(line)
+                return
+        _write(line)
 
     def hold(self) -> None:
         """Hold the lines printed from now on (a session is starting)."""
