@@ -5,6 +5,11 @@ two engines for one topology object: :class:`LocalCluster` (embedded, the defaul
 ``squall.spark.SparkCluster``.
 """
 
+from squall.compiled import use_sources_if_chosen
+
+use_sources_if_chosen()  # SQUALL_PURE_PYTHON=1: squall's modules from their sources
+
+from squall.compiled import compiled_core
 from squall.local.cluster import LocalCluster
 from squall.model import (
     BasicBolt,
@@ -80,5 +85,6 @@ __all__ = [
     "TupleWindow",
     "Values",
     "WindowedBolt",
+    "compiled_core",
     "is_tick_tuple",
 ]

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import pytest
 
 from squall import Clock, Config, LocalCluster, ManualClock
+from squall.compiled import pure_python_chosen, stale_modules
 from squall.model.topology import StormTopology
 from squall.runtime.metrics import ErrorInfo, TopologyInfo
 from squall.trident import TridentTopology
@@ -37,6 +38,18 @@ T = TypeVar("T")
 
 #: The most xdist workers ``-n auto`` starts: each one runs its own Spark JVM.
 MAX_WORKERS = 4
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to run on a compiled core older than its sources: the tests would run the
+    old code (an editable install compiles in place; ``pip install -e .`` again)."""
+    stale = stale_modules()
+    if stale and not pure_python_chosen():
+        pytest.exit(
+            f"the compiled core is older than its sources ({', '.join(stale)}): run "
+            "pip install -e . again, or set SQUALL_PURE_PYTHON=1",
+            returncode=4,
+        )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -93,11 +106,15 @@ PROCESS_GAPS: list[tuple[str, str, str]] = [
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that runs Spark (it uses the ``spark`` fixture, directly or through
-    ``engine``'s Spark case) with ``spark``, so ``-m "not spark"`` is the fast path; skip
-    the ``process`` engine's cases of :data:`PROCESS_GAPS`, saying why."""
+    ``engine``'s Spark case) with ``spark``, so ``-m "not spark"`` is the fast path; mark
+    the engine contract's conformance tests (those taking ``engine``) with
+    ``conformance``; skip the ``process`` engine's cases of :data:`PROCESS_GAPS`, saying
+    why."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         engine = callspec.params.get("engine") if callspec is not None else None
+        if engine is not None:
+            item.add_marker(pytest.mark.conformance)
         if engine == "spark" or "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
         if engine == "process":

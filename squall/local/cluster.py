@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from squall.compiled import warn_if_interpreted
 from squall.local import heap
 from squall.local.rebalance import check_request
 from squall.local.running import EmitListener, RunningTopology
@@ -107,6 +108,7 @@ class LocalCluster(TopologyRegistry[Running]):
         conf = dict(conf or {})
         warn_unknown_keys(conf)
         _check_conf(conf)
+        warn_if_interpreted()
         processes = self._runs_processes(name, conf, emit_listener)
         with self._lock:
             self._claim(name)

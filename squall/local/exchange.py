@@ -31,6 +31,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.local.board import Board
 from squall.local.codec import UnsendableValueError, decode, encode
 from squall.local.transport import Links
@@ -79,6 +81,7 @@ class StreamTable:
         return number
 
 
+@mypyc_attr(native_class=False)  # a list subclass: an ordinary class when compiled
 class RemoteInbox(list[Tuple]):
     """The tuples this worker holds for ``task`` of worker ``worker`` until the end of
     the loop turn. ``len()`` also counts the task's queue at its worker and what is in

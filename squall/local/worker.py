@@ -93,16 +93,16 @@ class Worker:
         self._started: list[TaskRunner] = []
         #: The time buckets of the tasks' metrics (when the topology has consumers).
         self._metrics: list[MetricsSchedule] = []
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._loop_thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     @property
     def thread(self) -> threading.Thread:
         """The worker's thread."""
-        return self._thread
+        return self._loop_thread
 
     def start(self) -> None:
         """Start the thread; it opens/prepares the tasks, then waits for ``release``."""
-        self._thread.start()
+        self._loop_thread.start()
 
     def release(self, proceed: bool) -> None:
         """Let the worker run (``proceed``) or shut it down after start-up."""
@@ -112,7 +112,7 @@ class Worker:
     def call(self, action: Callable[[], Any]) -> _Command:
         """Run ``action`` on the worker thread at its next loop turn; wait on ``.done``."""
         command = _Command(action)
-        if not self._thread.is_alive():
+        if not self._loop_thread.is_alive():
             command.done.set()
             return command
         self._commands.append(command)
@@ -133,7 +133,7 @@ class Worker:
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the thread to finish."""
-        self._thread.join(timeout)
+        self._loop_thread.join(timeout)
 
     def is_idle(self) -> bool:
         """True when the last two loop turns found no work and every inbox is empty."""

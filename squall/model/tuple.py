@@ -31,6 +31,10 @@ class StreamInfo:
     def __repr__(self) -> str:
         return f"StreamInfo({self.component_id!r}, {self.stream_id!r}, {self.fields!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its constructor's arguments (the compiled class has no ``__dict__``)."""
+        return StreamInfo, (self.component_id, self.stream_id, self.fields)
+
 
 class Tuple:
     """A list of values with named fields, received by a bolt's ``execute``.
@@ -61,13 +65,25 @@ class Tuple:
         values: Sequence[Any],
         info: StreamInfo,
         source_task: int,
-        roots: tuple[int, ...] | None = None,
+        roots: Sequence[int] | None = None,
     ) -> None:
         self.values = values
         self.stream_info = info
         self.source_task = source_task
+        #: A tuple, or a list where the ids came from another process.
         self.tree_ids = roots
         self.ack_val = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled whole, tree ids and ack value included (the compiled class has no
+        ``__dict__``)."""
+        return _rebuilt_tuple, (
+            self.values,
+            self.stream_info,
+            self.source_task,
+            self.tree_ids,
+            self.ack_val,
+        )
 
     @property
     def fields(self) -> Fields:
@@ -330,6 +346,19 @@ _BYTE = _Kind("an int", int, "byte", 8)
 _FLOAT = _Kind("a float", float)
 _BOOL = _Kind("a bool", bool)
 _BINARY = _Kind("bytes", (bytes, bytearray))
+
+
+def _rebuilt_tuple(
+    values: Sequence[Any],
+    info: StreamInfo,
+    source_task: int,
+    roots: Sequence[int] | None,
+    ack_val: int,
+) -> Tuple:
+    """A pickled :class:`Tuple` as it was."""
+    tup = Tuple(values, info, source_task, roots)
+    tup.ack_val = ack_val
+    return tup
 
 
 TICK_STREAM_INFO = StreamInfo(SYSTEM_COMPONENT, TICK_STREAM, Fields("rate_secs"))

@@ -74,6 +74,10 @@ class AckerBolt(Bolt):
         values = tup.values
         pending = self.pending
         root = values[0]
+        value: int
+        spout_task: int | None
+        generation: int
+        failed: bool
         if stream == ACK_ACK_STREAM:
             entry = pending.get(root)
             if entry is None:

@@ -27,6 +27,8 @@ from random import getrandbits
 from time import perf_counter
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.model.clock import Clock
 from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.model.fields import Fields
@@ -221,6 +223,7 @@ class TaskWiring:
     sink: EmitSink | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Emitter:
     """State and checks shared by every collector of one task.
 
@@ -341,7 +344,8 @@ class _Emitter:
         self._stats.record_error(error)
 
 
-class BoltCollector(_Emitter, OutputCollector):
+@mypyc_attr(allow_interpreted_subclasses=True)  # the Spark engine's wire collectors
+class BoltCollector(_Emitter):
     """A bolt task's :class:`~squall.model.collectors.OutputCollector`: emit anchored
     tuples, ack or fail inputs."""
 
@@ -548,7 +552,7 @@ class BoltCollector(_Emitter, OutputCollector):
         self._ack_buffer.flush()
 
 
-class BasicBoltCollector(BasicOutputCollector):
+class BasicBoltCollector:
     """A basic bolt task's :class:`~squall.model.collectors.BasicOutputCollector`:
     emits are anchored to the input being executed."""
 
@@ -584,7 +588,8 @@ class BasicBoltCollector(BasicOutputCollector):
         self._out.report_error(error)
 
 
-class SpoutCollector(_Emitter, SpoutOutputCollector):
+@mypyc_attr(allow_interpreted_subclasses=True)  # the Spark engine's collectors
+class SpoutCollector(_Emitter):
     """A spout task's :class:`~squall.model.collectors.SpoutOutputCollector`: emit
     tuples, tracked when given a ``msg_id``.
 
@@ -705,3 +710,10 @@ __all__ = [
     "TaskWiring",
     "engine_collector",
 ]
+
+# The interfaces the collectors implement. They are registered rather than derived from:
+# compiled, the collectors are native classes, which derive from no Python class, and
+# user code and the engines' wrappers derive from the interfaces.
+OutputCollector.register(BoltCollector)
+SpoutOutputCollector.register(SpoutCollector)
+BasicOutputCollector.register(BasicBoltCollector)

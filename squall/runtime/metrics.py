@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.model.topology import is_control_stream
 from squall.runtime.engine_figures import LocalFigures, SparkFigures
 from squall.runtime.latency import PERCENTILES, LatencyHistogram
@@ -48,7 +50,12 @@ class ErrorInfo:
     error: str
     traceback: str = ""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its fields (the compiled class has no ``__dict__``)."""
+        return ErrorInfo, (self.time, self.component_id, self.task_id, self.error, self.traceback)
 
+
+@mypyc_attr(serializable=True)
 @dataclass
 class RouteCounts:
     """A stream's counts of one task, without the route (what a snapshot keeps)."""
@@ -150,12 +157,70 @@ class TaskStats:
             f"\n{trace}" if trace else "",
         )
 
+    def _counters(self) -> tuple[Any, ...]:
+        return (
+            self.executed,
+            self.acked,
+            self.failed,
+            self.timed_out,
+            self.errors_total,
+            self.busy_secs,
+            self.process_secs,
+            self.process_count,
+            self.complete_ms,
+            self.complete_count,
+            self._error_window,
+            self._errors_in_window,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its constructor's arguments and its state (the compiled class has
+        no ``__dict__``); take a :meth:`snapshot` first, whose routes are counts."""
+        arguments = (self.component_id, self.task_id, self.throttle_secs)
+        state = (
+            *self._counters(),
+            self.complete_latency,
+            self.execute_latency,
+            self.process_latency,
+            self.errors,
+            self._capacity_samples,
+            self.routes,
+        )
+        return TaskStats, (*arguments, self.max_errors_per_window), state
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        """Set the counters (and, from a pickle, the histograms, errors and routes)."""
+        (
+            self.executed,
+            self.acked,
+            self.failed,
+            self.timed_out,
+            self.errors_total,
+            self.busy_secs,
+            self.process_secs,
+            self.process_count,
+            self.complete_ms,
+            self.complete_count,
+            self._error_window,
+            self._errors_in_window,
+        ) = state[:12]
+        if len(state) > 12:
+            (
+                self.complete_latency,
+                self.execute_latency,
+                self.process_latency,
+                self.errors,
+                self._capacity_samples,
+                self.routes,
+            ) = state[12:]
+
     def snapshot(self) -> TaskStats:
         """A copy of these counters that can be pickled (routes become their counts),
         taken from any thread: for a process that reports another process's tasks."""
-        copy = TaskStats.__new__(TaskStats)
-        for name in TaskStats.__slots__:
-            setattr(copy, name, getattr(self, name))
+        copy = TaskStats(
+            self.component_id, self.task_id, self.throttle_secs, self.max_errors_per_window
+        )
+        copy.__setstate__(self._counters())
         for _ in range(100):  # the task's thread may append meanwhile: copy again
             try:
                 copy.complete_latency = self.complete_latency.copy()
@@ -242,6 +307,7 @@ def _no_percentiles() -> dict[float, float]:
     return dict.fromkeys(PERCENTILES, 0.0)
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class ComponentStats:
     """Metrics of one component, summed (counts) or averaged (latencies) over its tasks.
@@ -332,6 +398,7 @@ class ComponentStats:
         return data
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class TopologyInfo:
     """What ``get_topology_info(name)`` returns.

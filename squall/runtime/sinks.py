@@ -18,9 +18,12 @@ from collections.abc import Sequence
 from random import getrandbits
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.model.tuple import StreamInfo, Tuple
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the Spark engine's wire sink
 class EmitSink(ABC):
     """Receives the tuples a task emits, already routed, in emit order."""
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.compiled import warn_if_interpreted
 from squall.drpc.bridge import LocalDRPCBridges
 from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import warn_unknown_keys
@@ -205,6 +206,7 @@ class SparkCluster(TopologyRegistry[_Running]):
             )
         conf = dict(conf or {})
         warn_unknown_keys(conf)
+        warn_if_interpreted()
         if emit_listener is not None:
             if topology.batch_ir is not None and not isinstance(topology.batch_ir, TransactionalIR):
                 raise InvalidTopologyError(

@@ -273,7 +273,7 @@ class CheckpointedBolt(WrappedBolt):
             basic = self._basic_collector
             basic.input = tup
             try:
-                self.bolt.execute(tup, basic)  # type: ignore[call-arg]
+                self.bolt.execute(tup, basic)  # type: ignore[call-arg, arg-type]
             except Exception:
                 roots = tup.tree_ids
                 if roots:

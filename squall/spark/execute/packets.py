@@ -76,7 +76,7 @@ def pack_trees(values: Sequence[Sequence[Any]], ids: bytes) -> bytes:
     return dumps_value((values, _ONE_TREE, ids))
 
 
-def pack_tuples(values: Sequence[Sequence[Any]], roots: Sequence[tuple[int, ...] | None]) -> bytes:
+def pack_tuples(values: Sequence[Sequence[Any]], roots: Sequence[Sequence[int] | None]) -> bytes:
     """Pickle tuples with any ids: each tuple's ``(root, edge, root, edge...)`` or None
     when it is not tracked."""
     return dumps_value((values, _ANY, list(roots)))

@@ -39,7 +39,7 @@ from squall.spark.plan.core import LEDGER_TASK
 #: tree each (ids in ``ids``), or any mix (ids per tuple in ``roots``).
 EMPTY, UNTRACKED, TREES, MIXED = 0, 1, 2, 3
 
-Roots = tuple[int, ...] | None
+Roots = Sequence[int] | None
 
 
 class WireBox:
