@@ -50,6 +50,8 @@ connector subject's ``run`` start) to the moment its sink takes the last expecte
 ``time.perf_counter`` when they meet), in the same process. Interpreter and library
 start-up, reading the data file, building and submitting the dataflow are outside it;
 the time from the module's import to the first sentence is reported as ``setup_secs``.
+``cores`` is the process's CPU time (all its threads) over the same interval divided by
+its wall time: 1.0 is one core kept busy.
 
 Runs alternate between the systems (run 1 of every system, then run 2, ...); figures are
 medians of ``--runs`` runs with their minimum and maximum, in words per second.
@@ -152,15 +154,21 @@ def read_sentences(path: str) -> list[str]:
 class Tally:
     """What each system's sink does with every (word, count) it takes: counts it, checks
     that each word's counts come as 1, 2, 3, ..., keeps the last count, and reads the
-    clock when the record count reaches ``expected``. Called from the sink's thread."""
+    clocks when the record count reaches ``expected``. :meth:`start` is called by the
+    source, :meth:`add` by the sink, each on its own thread."""
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
         self.records = 0
         self.out_of_order = 0
         self.counts: dict[str, int] = {}
-        self.done_at: float | None = None
+        self.started: tuple[float, float] | None = None
+        self.ended: tuple[float, float] | None = None
         self.done = threading.Event()
+
+    def start(self) -> None:
+        """The source hands out its first sentence: read the wall and CPU clocks."""
+        self.started = (time.perf_counter(), time.process_time())
 
     def add(self, word: str, count: int) -> None:
         """Take one record."""
@@ -170,17 +178,19 @@ class Tally:
         counts[word] = count
         self.records += 1
         if self.records == self.expected:
-            self.done_at = time.perf_counter()
+            self.ended = (time.perf_counter(), time.process_time())
             self.done.set()
 
-    def result(self, first_input: float | None, **extra: Any) -> dict[str, Any]:
-        """The run's figures and what the parent checks, as one JSON-able dict."""
-        seconds = None
-        if first_input is not None and self.done_at is not None:
-            seconds = self.done_at - first_input
+    def result(self, **extra: Any) -> dict[str, Any]:
+        """The run's figures and what the parent checks, as one JSON-able dict: wall
+        seconds and the process's CPU seconds (all its threads) from the first sentence
+        to the last record, and the wall seconds from the module's import to the first
+        sentence."""
+        started, ended = self.started, self.ended
         result = {
-            "seconds": seconds,
-            "setup_secs": None if first_input is None else first_input - IMPORTED,
+            "seconds": None if started is None or ended is None else ended[0] - started[0],
+            "cpu_secs": None if started is None or ended is None else ended[1] - started[1],
+            "setup_secs": None if started is None else started[0] - IMPORTED,
             "records": self.records,
             "out_of_order": self.out_of_order,
             "counts": self.counts,
@@ -190,8 +200,7 @@ class Tally:
 
 # squall ----------------------------------------------------------------------------------
 
-SQUALL_TALLY: Tally | None = None  # the squall sink's tally (one worker thread, this process)
-SQUALL_FIRST: list[float] = []  # when the spout emitted its first sentence
+SQUALL_TALLY: Tally | None = None  # the squall run's tally (one worker thread, this process)
 
 
 def run_squall(data: str, expected: int, ackers: int) -> dict[str, Any]:
@@ -216,7 +225,8 @@ def run_squall(data: str, expected: int, ackers: int) -> dict[str, Any]:
             index = self.next_index
             if index < len(self.sentences):
                 if index == 0:
-                    SQUALL_FIRST.append(time.perf_counter())
+                    assert SQUALL_TALLY is not None
+                    SQUALL_TALLY.start()
                 self.next_index = index + 1
                 if self.tracked:
                     self.collector.emit([self.sentences[index]], index)
@@ -277,8 +287,7 @@ def run_squall(data: str, expected: int, ackers: int) -> dict[str, Any]:
     spout = info.components["sentences"]
     compiled = getattr(squall, "compiled_core", None)
     core = "unknown" if compiled is None else ("compiled" if compiled() else "pure Python")
-    first = SQUALL_FIRST[0] if SQUALL_FIRST else None
-    return tally.result(first, acked=spout.acked, failed=spout.failed, core=core)
+    return tally.result(acked=spout.acked, failed=spout.failed, core=core)
 
 
 # Bytewax ---------------------------------------------------------------------------------
@@ -294,10 +303,9 @@ def bytewax_flow(data: str, expected: int, batch: int) -> Any:
 
     sentences = read_sentences(data)
     tally = Tally(expected)
-    first: list[float] = []
 
     def source() -> Iterator[str]:
-        first.append(time.perf_counter())
+        tally.start()
         yield from sentences
 
     class Partition(StatelessSinkPartition[tuple[str, int]]):
@@ -307,7 +315,7 @@ def bytewax_flow(data: str, expected: int, batch: int) -> Any:
                 add(word, count)
 
         def close(self) -> None:
-            print(json.dumps(tally.result(first[0] if first else None)), flush=True)
+            print(json.dumps(tally.result()), flush=True)
 
     class Sink(DynamicSink[tuple[str, int]]):
         def build(self, step_id: str, worker_index: int, worker_count: int) -> Partition:
@@ -335,12 +343,11 @@ def run_pathway(data: str, expected: int) -> dict[str, Any]:
 
     sentences = read_sentences(data)
     tally = Tally(expected)
-    first: list[float] = []
     retractions = [0]
 
     class Subject(pw.io.python.ConnectorSubject):
         def run(self) -> None:
-            first.append(time.perf_counter())
+            tally.start()
             for sentence in sentences:
                 self.next(sentence=sentence)
                 self.commit()
@@ -364,7 +371,7 @@ def run_pathway(data: str, expected: int) -> dict[str, Any]:
     counts = words.groupby(pw.this.word).reduce(pw.this.word, count=pw.reducers.count())
     pw.io.subscribe(counts, on_change=on_change)
     pw.run(monitoring_level=pw.MonitoringLevel.NONE)
-    return tally.result(first[0] if first else None, retractions=retractions[0])
+    return tally.result(retractions=retractions[0])
 
 
 # Running and checking --------------------------------------------------------------------
@@ -452,6 +459,7 @@ def measure(systems: list[str], sentences: int, runs: int) -> dict[str, Any]:
             "max": round(max(rates)),
             "runs": [round(rate) for rate in rates],
             "setup_secs": round(statistics.median(r["setup_secs"] for r in done), 2),
+            "cores": round(statistics.median(r["cpu_secs"] / r["seconds"] for r in done), 2),
         }
         if system.startswith("squall-"):
             report[system]["core"] = done[0]["core"]
@@ -465,12 +473,12 @@ def measure(systems: list[str], sentences: int, runs: int) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any], systems: list[str]) -> None:
     """The report as a table."""
-    print(f"{'system':<14}{'words/s':>12}{'min':>12}{'max':>12}{'setup s':>9}")
+    print(f"{'system':<14}{'words/s':>12}{'min':>12}{'max':>12}{'cores':>7}{'setup s':>9}")
     for system in systems:
         figures = report[system]
         row = [figures["words_per_sec"], figures["min"], figures["max"]]
         print(f"{system:<14}" + "".join(f"{value:>12,}" for value in row), end="")
-        print(f"{figures['setup_secs']:>9.2f}", figures.get("core", ""))
+        print(f"{figures['cores']:>7.2f}{figures['setup_secs']:>9.2f}", figures.get("core", ""))
     for name, ratio in report["ratios"].items():
         print(f"{name}: {ratio:.2f}x")
 
