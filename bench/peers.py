@@ -93,6 +93,7 @@ RATIOS = (
 )
 RUN_TIMEOUT_SECS = 1800
 STALL_SECS = 5.0  # a squall sink taking no record for this long has taken its last
+DRAIN_SECS = 60.0  # the longest wait for a squall topology to drain after the clock
 SQUALL_EDGES = (("sentences", "split"), ("split", "count"), ("count", "sink"))
 
 # The data ------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def run_squall(data: str, expected: int, ackers: int) -> dict[str, Any]:
             records = tally.records  # a sink short of records stops after STALL_SECS
         # Outside the clock: let the topology drain (every tree acked, every emitted
         # tuple executed), so that a record beyond the expected ones is seen too.
-        deadline = time.monotonic() + STALL_SECS
+        deadline = time.monotonic() + DRAIN_SECS
         while time.monotonic() < deadline:
             info = cluster.get_topology_info("peers")
             stats = info.components
