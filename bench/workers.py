@@ -64,14 +64,12 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from venvs import bytewax_python, installed_version
 from wordcount import WORDS_PER_SENTENCE, SentenceSpout, SplitSentence, WordCount, make_sentences
 
 from squall import BasicBolt, Config, Fields, LocalCluster, Spout, TopologyBuilder
 from squall.model.topology import StormTopology
 
-BENCH = Path(__file__).resolve().parent
-BYTEWAX_VENV = BENCH / ".venv-bytewax"
-BYTEWAX_REQUIREMENT = "bytewax>=0.21,<0.22"
 POLL_SECS = 0.01
 CPU_CONFIGS = (("process", 1), ("process", 2), ("thread", 2))
 WORDCOUNT_CONFIGS = (("noack", 1), ("noack", 2), ("ack", 1), ("ack", 2))
@@ -373,26 +371,6 @@ op.output("total", counts, TotalSink())
 '''
 
 
-def bytewax_python() -> Path:
-    """The Bytewax environment's interpreter, creating the environment if missing.
-
-    Raises:
-        RuntimeError: the environment cannot be created or Bytewax installed.
-    """
-    python = BYTEWAX_VENV / "bin" / "python"
-    if python.exists():
-        return python
-    steps = [
-        [sys.executable, "-m", "venv", str(BYTEWAX_VENV)],
-        [str(python), "-m", "pip", "install", "--quiet", BYTEWAX_REQUIREMENT],
-    ]
-    for command in steps:
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()[-2000:]}")
-    return python
-
-
 def free_ports(count: int) -> list[int]:
     """``count`` loopback ports free at the time of the call."""
     sockets = [socket.socket() for _ in range(count)]
@@ -437,12 +415,6 @@ def bytewax_run(
     }
 
 
-def bytewax_version(python: Path) -> str:
-    """The installed Bytewax's version."""
-    command = [str(python), "-c", "import importlib.metadata as m; print(m.version('bytewax'))"]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
-
-
 def bytewax_batch(
     python: Path, directory: Path, env: dict[str, str], runs: int, expected: int
 ) -> dict[str, Any]:
@@ -473,7 +445,7 @@ def measure_bytewax(runs: int, sentences: int, batches: list[int]) -> dict[str, 
         python = bytewax_python()
     except (OSError, RuntimeError) as exc:
         return {"error": str(exc)}
-    report: dict[str, Any] = {"version": bytewax_version(python)}
+    report: dict[str, Any] = {"version": installed_version(python, "bytewax")}
     with tempfile.TemporaryDirectory(prefix="bench-bytewax-") as name:
         directory = Path(name)
         (directory / "bytewax_wordcount.py").write_text(BYTEWAX_FLOW)
