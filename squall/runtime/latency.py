@@ -136,7 +136,7 @@ class LatencyHistogram:
         wanted = sorted(set(ps))
         for p in wanted:
             if not 0.0 <= p <= 100.0:
-                raise ValueError(f"latency percentile {p!r} is not within 0..100")
+                raise ValueError(f"latency percentile {p:g} is not within 0..100")
         result = dict.fromkeys(wanted, 0.0)
         total = self.count
         if not total:
