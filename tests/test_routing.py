@@ -14,7 +14,7 @@ from squall.model.grouping import GlobalStreamId
 from squall.runtime.context import TaskContext
 from squall.runtime.hashing import StableHashError
 from squall.runtime.plan import build_plan
-from squall.runtime.routing import FieldsRouter, PartialKeyRouter, build_routes
+from squall.runtime.routing import FieldsRouter, PartialKeyRouter, ShuffleRouter, build_routes
 
 
 class KeySpout(Spout):
@@ -606,3 +606,18 @@ def test_fields_task_of_a_key_does_not_depend_on_earlier_emits(key, equal_key) -
     warmed = chooser(topology, plan, conf, second)
     warmed(second, [equal_key, 0, 0])
     assert fresh(first, [key, 0, 0]) == warmed(second, [key, 0, 0])
+
+
+def test_routers_pickle_with_their_positions_and_loads() -> None:
+    """A Spark task's snapshot holds its routers: a restored one goes on where it was."""
+    import pickle
+
+    shuffle = ShuffleRouter([1, 2, 3, 4, 5], 0)
+    shuffle.choose(0, [])
+    restored = pickle.loads(pickle.dumps(shuffle))
+    assert [restored.choose(0, []) for _ in range(7)] == [shuffle.choose(0, []) for _ in range(7)]
+    partial = PartialKeyRouter([1, 2, 3, 4], [0])
+    for word in ("a", "b", "a", "c", "a"):
+        partial.choose(0, [word])
+    copy = pickle.loads(pickle.dumps(partial))
+    assert [copy.choose(0, [w]) for w in "aaxb"] == [partial.choose(0, [w]) for w in "aaxb"]

@@ -12,6 +12,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.model.errors import InvalidTopologyError
 from squall.model.grouping import GlobalStreamId, Grouping, GroupingKind
 from squall.model.topology import StormTopology
@@ -24,7 +26,13 @@ Chooser = Callable[[int, Sequence[Any]], list[int]]
 
 _CACHE_LIMIT = 1 << 16
 
+# PICKLED_NATIVE: routers are pickled with a task's snapshot on Spark. Compiled, a class
+# is unpickled by calling its __new__ without arguments, which for a native class also
+# runs __init__ unless the class allows interpreted subclasses (mypyc's serializable
+# option would skip __init__ on every construction); so routers allow them.
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class ShuffleRouter:
     """Round-robin over a shuffled copy of the targets: an exactly even spread.
 
@@ -51,6 +59,7 @@ class ShuffleRouter:
 _CACHED_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class GroupingKey:
     """Names a fields or partial-key grouping in errors about its key values.
 
@@ -83,6 +92,7 @@ class GroupingKey:
         return error
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class FieldsRouter:
     """Equal values of the grouping fields always reach the same task (stable hash).
 
@@ -147,6 +157,7 @@ class FieldsRouter:
         return all(value.__class__ in _CACHED_TYPES for value in key)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class PartialKeyRouter:
     """Each key has two candidate tasks; the one this emitter has sent less to wins.
 
@@ -193,6 +204,7 @@ class PartialKeyRouter:
         return [self._targets[chosen]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class AllRouter:
     """Every target task receives the tuple."""
 
@@ -203,6 +215,7 @@ class AllRouter:
         return list(self._targets)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class GlobalRouter:
     """The whole stream goes to the lowest task id."""
 
@@ -213,6 +226,7 @@ class GlobalRouter:
         return [self._target]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
 class CustomRouter:
     """Delegates to the user's ``CustomStreamGrouping`` and checks what it returns."""
 
