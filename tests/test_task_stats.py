@@ -15,7 +15,7 @@ def test_the_names_copied_are_every_attribute_of_the_class() -> None:
     """A snapshot and a pickle carry every attribute: the constructor's, the counters
     and the containers (the pure form lists them in ``__slots__``, the compiled one in
     ``__mypyc_attrs__``)."""
-    names = getattr(TaskStats, "__slots__", None) or getattr(TaskStats, "__mypyc_attrs__")
+    names = getattr(TaskStats, "__slots__", None) or TaskStats.__mypyc_attrs__
     assert set(names) == {*SCALARS, *FROM_THE_CONSTRUCTOR, *COPIED_CONTAINERS}
 
 
