@@ -27,7 +27,7 @@ COMPILED = [
 #: mypy's options for the compilation: the build environment has none of squall's
 #: dependencies, whose types the compiled code treats as Any.
 MYPY_OPTIONS = ["--ignore-missing-imports", "--follow-imports=silent"]
-FALLBACK = "squall: installing the pure-Python engine, about half as fast as the compiled one"
+FALLBACK = "squall: installing the pure-Python engine, slower than the compiled one"
 
 
 def say(message: str) -> None:

@@ -4,7 +4,8 @@
 collectors, routing, task runners, acker, tuples, the local worker loop)
 with mypyc when the machine has a C compiler, and installs them beside their Python
 sources. Without a compiler the build says so in one line and installs the sources
-alone. Both forms behave the same; the compiled one runs the engine about twice as fast.
+alone. Both forms behave the same; the compiled one is faster (about 2x on a word count
+without acking, 1.3x with it: bench/README.md).
 
 ``SQUALL_PURE_PYTHON=1`` in the environment chooses the pure-Python form: at install, no
 compilation; at run time, squall's modules are imported from their sources even where
@@ -116,7 +117,7 @@ def warn_if_interpreted() -> None:
         logger.warning(
             "squall's compiled core is not installed (it is built by pip install on a "
             "machine with a C compiler and Python's headers): the engine runs as pure "
-            "Python, about half as fast; set %s=1 to choose this and hide this line",
+            "Python, slower; set %s=1 to choose this and hide this line",
             PURE_PYTHON_ENV,
         )
 

@@ -96,8 +96,8 @@ def test_an_interpreted_core_not_chosen_is_reported_once(
         compiled.warn_if_interpreted()
     assert [record.getMessage() for record in caplog.records] == [
         "squall's compiled core is not installed (it is built by pip install on a machine "
-        "with a C compiler and Python's headers): the engine runs as pure Python, about "
-        "half as fast; set SQUALL_PURE_PYTHON=1 to choose this and hide this line"
+        "with a C compiler and Python's headers): the engine runs as pure Python, "
+        "slower; set SQUALL_PURE_PYTHON=1 to choose this and hide this line"
     ]
 
 
@@ -138,7 +138,7 @@ def test_a_build_that_cannot_or_must_not_compile_installs_the_sources(
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     output = done.stdout + done.stderr
-    assert "squall: installing the pure-Python engine, about half as fast" in output
+    assert "squall: installing the pure-Python engine, slower than the compiled one" in output
     assert why in output
     (wheel,) = (tmp_path / "wheels").glob("squall-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
