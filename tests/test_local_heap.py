@@ -68,7 +68,9 @@ def test_worker_threads_leave_the_heap_alone_by_default() -> None:
 
 def test_worker_threads_freeze_the_heap_while_the_topology_runs_when_asked() -> None:
     seen, running, after = frozen_seen({Config.TOPOLOGY_WORKER_GC_FREEZE: True})
-    assert seen > 1000 and running == seen  # the modules and the topology's objects
+    # The modules and the topology's objects are frozen; the count is not constant,
+    # as a frozen object that is freed leaves the permanent generation.
+    assert seen > 1000 and running > 1000
     assert after == 0  # thawed at the kill: what the topology left is collectable
 
 
