@@ -39,6 +39,7 @@ from squall.runtime.acker import (
     ACK_FAIL_STREAM,
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
+    ID_BITS,
 )
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
@@ -403,7 +404,7 @@ class BoltCollector(_Emitter):
                 else:
                     root = anchor_roots[0]
                     for target in targets:
-                        edge = getrandbits(64)
+                        edge = getrandbits(ID_BITS)
                         anchors.ack_val ^= edge
                         outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
             elif anchor_roots:
@@ -479,7 +480,7 @@ class BoltCollector(_Emitter):
             for anchor in anchors:
                 anchor_roots = anchor.tree_ids
                 if anchor_roots:
-                    edge = getrandbits(64)
+                    edge = getrandbits(ID_BITS)
                     anchor.ack_val ^= edge
                     for root in anchor_roots[::2]:
                         combined[root] = combined.get(root, 0) ^ edge
@@ -668,10 +669,10 @@ class SpoutCollector(_Emitter):
         else:
             near = self._near_ackers
             if near:
-                root = getrandbits(63)
+                root = getrandbits(ID_BITS - 1)
                 root += near[root % len(near)] - root % self._ackers
             else:
-                root = getrandbits(64)
+                root = getrandbits(ID_BITS)
             ack_val = self._send_tree(route.info, source, targets, values, root)
             self.pending[root] = (msg_id, self._clock.now_ms())
             buffer = self._ack_buffer
