@@ -295,7 +295,11 @@ class Tuple:
             and self.source_task == other.source_task
         )
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        """By identity, as ``object``'s: equal tuples are still distinct deliveries.
+        (A method, not ``__hash__ = object.__hash__``, which compiled would be an
+        attribute set on every tuple.)"""
+        return object.__hash__(self)
 
     def __repr__(self) -> str:
         info = self.stream_info

@@ -557,11 +557,10 @@ class BasicBoltCollector:
     """A basic bolt task's :class:`~squall.model.collectors.BasicOutputCollector`:
     emits are anchored to the input being executed."""
 
-    __slots__ = ("_emit", "_out", "input")
+    __slots__ = ("_out", "input")
 
     def __init__(self, out: BoltCollector) -> None:
         self._out = out
-        self._emit = out.emit
         #: The input tuple being executed (set by the engine).
         self.input: Tuple | None = None
 
@@ -572,7 +571,7 @@ class BasicBoltCollector:
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to the current input; returns task ids."""
-        return self._emit(values, self.input, stream)
+        return self._out.emit(values, self.input, stream)
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM

@@ -55,6 +55,32 @@ class ErrorInfo:
         return ErrorInfo, (self.time, self.component_id, self.task_id, self.error, self.traceback)
 
 
+#: The counters of a :class:`TaskStats` that a snapshot and a pickle copy as they are.
+_COUNTERS = (
+    "executed",
+    "acked",
+    "failed",
+    "timed_out",
+    "errors_total",
+    "busy_secs",
+    "process_secs",
+    "process_count",
+    "complete_ms",
+    "complete_count",
+    "_error_window",
+    "_errors_in_window",
+)
+#: Its containers, which a pickle carries (a snapshot copies them).
+_CONTAINERS = (
+    "complete_latency",
+    "execute_latency",
+    "process_latency",
+    "errors",
+    "_capacity_samples",
+    "routes",
+)
+
+
 @mypyc_attr(serializable=True)
 @dataclass
 class RouteCounts:
@@ -157,62 +183,17 @@ class TaskStats:
             f"\n{trace}" if trace else "",
         )
 
-    def _counters(self) -> tuple[Any, ...]:
-        return (
-            self.executed,
-            self.acked,
-            self.failed,
-            self.timed_out,
-            self.errors_total,
-            self.busy_secs,
-            self.process_secs,
-            self.process_count,
-            self.complete_ms,
-            self.complete_count,
-            self._error_window,
-            self._errors_in_window,
-        )
-
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its constructor's arguments and its state (the compiled class has
         no ``__dict__``); take a :meth:`snapshot` first, whose routes are counts."""
         arguments = (self.component_id, self.task_id, self.throttle_secs)
-        state = (
-            *self._counters(),
-            self.complete_latency,
-            self.execute_latency,
-            self.process_latency,
-            self.errors,
-            self._capacity_samples,
-            self.routes,
-        )
+        state = tuple(getattr(self, name) for name in (*_COUNTERS, *_CONTAINERS))
         return TaskStats, (*arguments, self.max_errors_per_window), state
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         """Set the counters (and, from a pickle, the histograms, errors and routes)."""
-        (
-            self.executed,
-            self.acked,
-            self.failed,
-            self.timed_out,
-            self.errors_total,
-            self.busy_secs,
-            self.process_secs,
-            self.process_count,
-            self.complete_ms,
-            self.complete_count,
-            self._error_window,
-            self._errors_in_window,
-        ) = state[:12]
-        if len(state) > 12:
-            (
-                self.complete_latency,
-                self.execute_latency,
-                self.process_latency,
-                self.errors,
-                self._capacity_samples,
-                self.routes,
-            ) = state[12:]
+        for name, value in zip((*_COUNTERS, *_CONTAINERS), state, strict=False):
+            setattr(self, name, value)
 
     def snapshot(self) -> TaskStats:
         """A copy of these counters that can be pickled (routes become their counts),
@@ -220,7 +201,7 @@ class TaskStats:
         copy = TaskStats(
             self.component_id, self.task_id, self.throttle_secs, self.max_errors_per_window
         )
-        copy.__setstate__(self._counters())
+        copy.__setstate__(tuple(getattr(self, name) for name in _COUNTERS))
         for _ in range(100):  # the task's thread may append meanwhile: copy again
             try:
                 copy.complete_latency = self.complete_latency.copy()
