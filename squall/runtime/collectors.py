@@ -334,7 +334,7 @@ class _Emitter:
         ``__metrics``), which user code may not emit on: for the engine, on the task's
         thread. Counted in the stream's figures; not seen by the emit observer."""
         route = self._all_routes[stream]
-        targets = route.choose(self._task_id, values)
+        targets = route.router.choose(self._task_id, values)
         route.emitted += 1
         route.transferred += len(targets)
         if targets:
@@ -383,7 +383,7 @@ class BoltCollector(_Emitter):
             route = self._route(stream, values)
             self._non_direct(route)
         source = self._task_id
-        targets = route.choose(source, values)
+        targets = route.router.choose(source, values)
         route.emitted += 1
         route.transferred += len(targets)
         outboxes = self._inline_outboxes
@@ -638,7 +638,7 @@ class SpoutCollector(_Emitter):
         route = self._route(stream, values)
         if route.direct:
             self._non_direct(route)
-        targets = route.choose(self._task_id, values)
+        targets = route.router.choose(self._task_id, values)
         self._send(route, targets, values, msg_id)
         return targets
 
