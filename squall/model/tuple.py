@@ -38,7 +38,7 @@ class StreamInfo:
         return StreamInfo, (self.component_id, self.stream_id, self.fields)
 
 
-@mypyc_attr(free_list_len=1, acyclic=True)
+@mypyc_attr(free_list_len=1)
 class Tuple:
     """A list of values with named fields, received by a bolt's ``execute``.
 
