@@ -196,8 +196,8 @@ def refresh_local_routes(
         ]
     for runner in runners:
         for stream_id in local_streams.get(runner.component_id, ()):
-            choose, _ = stream_targets(topology, plan, runner.context, stream_id)
-            runner.stats.routes[stream_id].choose = choose
+            router, _ = stream_targets(topology, plan, runner.context, stream_id)
+            runner.stats.routes[stream_id].router = router
 
 
 def with_parallelism(topology: StormTopology, executors: Mapping[str, int]) -> StormTopology:

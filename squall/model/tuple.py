@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from squall.model.fields import Fields
 
 DEFAULT_STREAM = "default"
@@ -36,6 +38,7 @@ class StreamInfo:
         return StreamInfo, (self.component_id, self.stream_id, self.fields)
 
 
+@mypyc_attr(free_list_len=1)
 class Tuple:
     """A list of values with named fields, received by a bolt's ``execute``.
 

@@ -33,6 +33,11 @@ ACK_RESET_TIMEOUT_STREAM = "__ack_reset_timeout"
 ACK_BULK_STREAM = "__ack_bulk"
 ACK_DONE_STREAM = "__ack_done"
 
+#: The bits of the random root and edge ids: 62, so that an id and the XOR of ids fit a
+#: machine word in the compiled core (a tree's ack value reaches 0 by chance with
+#: probability 2**-62 per ack).
+ID_BITS = 62
+
 
 class AckerBolt(Bolt):
     """Tracks pending tuple trees by root id; tells the spout task when one completes.

@@ -39,6 +39,7 @@ from squall.runtime.acker import (
     ACK_FAIL_STREAM,
     ACK_INIT_STREAM,
     ACK_RESET_TIMEOUT_STREAM,
+    ID_BITS,
 )
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
@@ -333,7 +334,7 @@ class _Emitter:
         ``__metrics``), which user code may not emit on: for the engine, on the task's
         thread. Counted in the stream's figures; not seen by the emit observer."""
         route = self._all_routes[stream]
-        targets = route.choose(self._task_id, values)
+        targets = route.router.choose(self._task_id, values)
         route.emitted += 1
         route.transferred += len(targets)
         if targets:
@@ -382,7 +383,7 @@ class BoltCollector(_Emitter):
             route = self._route(stream, values)
             self._non_direct(route)
         source = self._task_id
-        targets = route.choose(source, values)
+        targets = route.router.choose(source, values)
         route.emitted += 1
         route.transferred += len(targets)
         outboxes = self._inline_outboxes
@@ -403,7 +404,7 @@ class BoltCollector(_Emitter):
                 else:
                     root = anchor_roots[0]
                     for target in targets:
-                        edge = getrandbits(64)
+                        edge = getrandbits(ID_BITS)
                         anchors.ack_val ^= edge
                         outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
             elif anchor_roots:
@@ -479,7 +480,7 @@ class BoltCollector(_Emitter):
             for anchor in anchors:
                 anchor_roots = anchor.tree_ids
                 if anchor_roots:
-                    edge = getrandbits(64)
+                    edge = getrandbits(ID_BITS)
                     anchor.ack_val ^= edge
                     for root in anchor_roots[::2]:
                         combined[root] = combined.get(root, 0) ^ edge
@@ -637,7 +638,7 @@ class SpoutCollector(_Emitter):
         route = self._route(stream, values)
         if route.direct:
             self._non_direct(route)
-        targets = route.choose(self._task_id, values)
+        targets = route.router.choose(self._task_id, values)
         self._send(route, targets, values, msg_id)
         return targets
 
@@ -667,10 +668,10 @@ class SpoutCollector(_Emitter):
         else:
             near = self._near_ackers
             if near:
-                root = getrandbits(63)
+                root = getrandbits(ID_BITS - 1)
                 root += near[root % len(near)] - root % self._ackers
             else:
-                root = getrandbits(64)
+                root = getrandbits(ID_BITS)
             ack_val = self._send_tree(route.info, source, targets, values, root)
             self.pending[root] = (msg_id, self._clock.now_ms())
             buffer = self._ack_buffer

@@ -26,6 +26,23 @@ Chooser = Callable[[int, Sequence[Any]], list[int]]
 
 _CACHE_LIMIT = 1 << 16
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
+class Router:
+    """Chooses the target tasks of one stream's non-direct emits, for one emitting task.
+
+    Runs in the emitting task. Compiled, the collectors call :meth:`choose` natively; a
+    router is also a :data:`Chooser` (calling it chooses).
+    """
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        """The target task ids of a tuple with ``values`` that task ``task_id`` emits."""
+        raise NotImplementedError
+
+    def __call__(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return self.choose(task_id, values)
+
+
 # PICKLED_NATIVE: routers are pickled with a task's snapshot on Spark. Compiled, a class
 # is unpickled by calling its __new__ without arguments, which for a native class also
 # runs __init__ unless the class allows interpreted subclasses (mypyc's serializable
@@ -33,7 +50,7 @@ _CACHE_LIMIT = 1 << 16
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class ShuffleRouter:
+class ShuffleRouter(Router):
     """Round-robin over a shuffled copy of the targets: an exactly even spread.
 
     The shuffle is seeded by the emitting task id, so assignments are reproducible.
@@ -93,7 +110,7 @@ class GroupingKey:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class FieldsRouter:
+class FieldsRouter(Router):
     """Equal values of the grouping fields always reach the same task (stable hash).
 
     Runs in the emitting task. Targets are cached per key for the common key types
@@ -158,7 +175,7 @@ class FieldsRouter:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class PartialKeyRouter:
+class PartialKeyRouter(Router):
     """Each key has two candidate tasks; the one this emitter has sent less to wins.
 
     Runs in the emitting task; arguments as :class:`FieldsRouter`.
@@ -205,7 +222,7 @@ class PartialKeyRouter:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class AllRouter:
+class AllRouter(Router):
     """Every target task receives the tuple."""
 
     def __init__(self, targets: list[int]) -> None:
@@ -216,7 +233,7 @@ class AllRouter:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class GlobalRouter:
+class GlobalRouter(Router):
     """The whole stream goes to the lowest task id."""
 
     def __init__(self, targets: list[int]) -> None:
@@ -227,7 +244,7 @@ class GlobalRouter:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
-class CustomRouter:
+class CustomRouter(Router):
     """Delegates to the user's ``CustomStreamGrouping`` and checks what it returns."""
 
     def __init__(self, grouping: Any, targets: list[int], describe: str) -> None:
@@ -247,40 +264,64 @@ class CustomRouter:
         return result
 
 
-def _no_targets(task_id: int, values: Sequence[Any]) -> list[int]:
-    return []
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
+class NoTargets(Router):
+    """A stream nobody subscribes to."""
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        return []
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
+class EverySubscriber(Router):
+    """A stream with several subscribers: each one's router, in order."""
+
+    def __init__(self, routers: list[Router]) -> None:
+        self._routers = routers
+
+    def choose(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        result: list[int] = []
+        for router in self._routers:
+            result.extend(router.choose(task_id, values))
+        return result
 
 
 class StreamRoute:
     """Everything an emitting task needs for one of its output streams.
 
-    ``choose(task_id, values)`` returns the target task ids for a non-direct emit.
+    ``router.choose(task_id, values)`` returns the target task ids for a non-direct emit
+    (``choose`` is the router too).
     ``direct_targets`` holds the tasks allowed for ``emit_direct`` on a direct stream.
     ``emitted``/``transferred`` are this task's counts for the stream (one writer).
     """
 
     __slots__ = (
-        "choose",
         "direct",
         "direct_targets",
         "emitted",
         "info",
+        "router",
         "stream_id",
         "transferred",
         "width",
     )
 
     def __init__(
-        self, info: StreamInfo, direct: bool, choose: Chooser, direct_targets: frozenset[int]
+        self, info: StreamInfo, direct: bool, router: Router, direct_targets: frozenset[int]
     ) -> None:
         self.info = info
         self.stream_id = info.stream_id
         self.width = len(info.fields)
         self.direct = direct
-        self.choose = choose
+        self.router = router
         self.direct_targets = direct_targets
         self.emitted = 0
         self.transferred = 0
+
+    @property
+    def choose(self) -> Router:
+        """The stream's router, as a chooser: ``choose(task_id, values)``."""
+        return self.router
 
 
 def make_router(
@@ -292,59 +333,52 @@ def make_router(
     plan: TaskPlan,
     stream: GlobalStreamId,
     subscriber: str,
-) -> Chooser:
-    """Build the chooser for one subscriber of one stream, for one emitting task."""
+) -> Router:
+    """Build the router for one subscriber of one stream, for one emitting task."""
     kind = grouping.kind
     if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
-        return ShuffleRouter(targets, source_task).choose
+        return ShuffleRouter(targets, source_task)
     if kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY):
         fields = list(grouping.fields or ())
         positions = [source_fields.index(name) for name in fields]
         site = f"bolt {subscriber!r} groups stream {stream.stream_id!r} of {stream.component_id!r}"
         router = FieldsRouter if kind is GroupingKind.FIELDS else PartialKeyRouter
-        return router(targets, positions, fields, site).choose
+        return router(targets, positions, fields, site)
     if kind is GroupingKind.ALL:
-        return AllRouter(targets).choose
+        return AllRouter(targets)
     if kind is GroupingKind.GLOBAL:
-        return GlobalRouter(targets).choose
+        return GlobalRouter(targets)
     if kind is GroupingKind.LOCAL_OR_SHUFFLE:
         worker = plan.task_worker.get(source_task)
         local = [t for t in targets if plan.task_worker.get(t) == worker]
-        return ShuffleRouter(local or targets, source_task).choose
+        return ShuffleRouter(local or targets, source_task)
     if kind is GroupingKind.CUSTOM:
         custom = copy.deepcopy(grouping.custom)
         custom.prepare(context, stream, list(targets))  # type: ignore[union-attr]
         describe = (
             f"custom grouping of bolt {subscriber!r} on {stream.component_id}:{stream.stream_id}"
         )
-        return CustomRouter(custom, targets, describe).choose
+        return CustomRouter(custom, targets, describe)
     raise InvalidTopologyError(f"unsupported grouping {grouping.describe()}")
 
 
-def _combine(choosers: list[Chooser]) -> Chooser:
-    if not choosers:
-        return _no_targets
-    if len(choosers) == 1:
-        return choosers[0]
-
-    def choose_all(task_id: int, values: Sequence[Any]) -> list[int]:
-        result: list[int] = []
-        for chooser in choosers:
-            result.extend(chooser(task_id, values))
-        return result
-
-    return choose_all
+def _combine(routers: list[Router]) -> Router:
+    if not routers:
+        return NoTargets()
+    if len(routers) == 1:
+        return routers[0]
+    return EverySubscriber(routers)
 
 
 def stream_targets(
     topology: StormTopology, plan: TaskPlan, context: TopologyContext, stream_id: str
-) -> tuple[Chooser, frozenset[int]]:
+) -> tuple[Router, frozenset[int]]:
     """For the context's task and one stream its component declares: the chooser of
     non-direct emits (every subscriber's router, new) and the tasks ``emit_direct`` may
     send to."""
     component_id = context.component_id
     declaration = topology.get_component(component_id).streams[stream_id]
-    choosers: list[Chooser] = []
+    routers: list[Router] = []
     direct_targets: set[int] = set()
     for subscriber, grouping in topology.subscribers(component_id, stream_id):
         targets = plan.component_tasks[subscriber]
@@ -353,7 +387,7 @@ def stream_targets(
         if grouping.kind is GroupingKind.DIRECT:
             direct_targets.update(targets)
             continue
-        choosers.append(
+        routers.append(
             make_router(
                 grouping,
                 targets,
@@ -365,7 +399,7 @@ def stream_targets(
                 subscriber,
             )
         )
-    return _combine(choosers), frozenset(direct_targets)
+    return _combine(routers), frozenset(direct_targets)
 
 
 def build_routes(
@@ -377,6 +411,6 @@ def build_routes(
     routes: dict[str, StreamRoute] = {}
     for stream_id, declaration in spec.streams.items():
         info = StreamInfo(component_id, stream_id, declaration.fields)
-        choose, direct_targets = stream_targets(topology, plan, context, stream_id)
-        routes[stream_id] = StreamRoute(info, declaration.direct, choose, direct_targets)
+        router, direct_targets = stream_targets(topology, plan, context, stream_id)
+        routes[stream_id] = StreamRoute(info, declaration.direct, router, direct_targets)
     return routes

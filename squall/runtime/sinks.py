@@ -21,6 +21,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from squall.model.tuple import StreamInfo, Tuple
+from squall.runtime.acker import ID_BITS
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # the Spark engine's wire sink
@@ -99,7 +100,7 @@ class OutboxSink(EmitSink):
         outboxes = self.outboxes
         ack_val = 0
         for target in targets:
-            edge = getrandbits(64)
+            edge = getrandbits(ID_BITS)
             ack_val ^= edge
             outboxes[target].append(Tuple(values, info, source, (root, edge)))
         return ack_val

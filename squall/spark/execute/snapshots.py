@@ -43,7 +43,7 @@ def routes_state(routes: dict[str, StreamRoute], engine: Engine) -> bytes | None
     """The routers of a task's routes (round-robin positions, partial-key loads), or
     None if one cannot be pickled (a restored task then starts its routers anew)."""
     try:
-        return dump_state({stream: route.choose for stream, route in routes.items()}, engine)
+        return dump_state({stream: route.router for stream, route in routes.items()}, engine)
     except Exception:
         return None
 
@@ -51,8 +51,8 @@ def routes_state(routes: dict[str, StreamRoute], engine: Engine) -> bytes | None
 def restore_routes(routes: dict[str, StreamRoute], payload: bytes | None, engine: Engine) -> None:
     """Put the routers of :func:`routes_state` back into ``routes``."""
     if payload is not None:
-        for stream, choose in load_state(payload, engine).items():
-            routes[stream].choose = choose
+        for stream, router in load_state(payload, engine).items():
+            routes[stream].router = router
 
 
 class _SnapshotPickler(CodePickler):

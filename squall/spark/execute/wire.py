@@ -24,6 +24,7 @@ from typing import Any
 
 from squall.model.clock import Clock
 from squall.model.tuple import StreamInfo, Tuple
+from squall.runtime.acker import ID_BITS
 from squall.runtime.collectors import BoltCollector, SpoutCollector, TaskWiring
 from squall.runtime.sinks import EmitSink
 from squall.spark.execute.packets import (
@@ -209,7 +210,7 @@ class WireSink(EmitSink):
         row = self._rows.get(info) or self._outboxes.row(info)
         ack_val = 0
         for target in targets:
-            edge = getrandbits(64)
+            edge = getrandbits(ID_BITS)
             ack_val ^= edge
             box = row[target]
             if box.mode == TREES or box.mode == EMPTY:
