@@ -307,6 +307,7 @@ def _check_conf(conf: dict[str, Any]) -> None:
                 f"configuration {key!r} must be an integer >= 1, got {value!r}"
             )
     heap.freeze_wanted(conf, in_process_worker=False)  # raises for a value not a bool
+    heap.young_threshold_wanted(conf)  # raises for a value not an integer >= 0
     kind = conf.get(Config.TOPOLOGY_WORKER_KIND)
     if kind is not None and kind not in WORKER_KINDS:
         raise InvalidTopologyError(

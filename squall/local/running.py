@@ -287,8 +287,9 @@ class RunningTopology(SubmittedTopology):
     def start(self, active: bool = True) -> None:
         """Open/prepare every task, then run. Raises ``ComponentError`` if any start fails,
         ``InvalidTopologyError`` (before any task opens) for a bad
-        ``topology.worker.gc.freeze``."""
+        ``topology.worker.gc.freeze`` or ``topology.worker.gc.threshold``."""
         freeze = heap.freeze_wanted(self.conf, in_process_worker=self.process is not None)
+        young_threshold = heap.young_threshold_wanted(self.conf)
         for worker in self.workers:
             worker.start()
         for worker in self.workers:
@@ -305,6 +306,8 @@ class RunningTopology(SubmittedTopology):
         if self.process is None and freeze:
             heap.hold(self)
             self._holds_heap = True
+        if self.process is None:
+            heap.raise_threshold(self, young_threshold)
         for worker in self.workers:
             worker.release(True)
         self.status = "ACTIVE" if active else "INACTIVE"
@@ -478,6 +481,7 @@ class RunningTopology(SubmittedTopology):
             if self._holds_heap:
                 self._holds_heap = False
                 heap.release(self)
+            heap.restore_threshold(self)
 
     def threads(self) -> list[Any]:
         """The worker threads (for tests that check nothing is left behind)."""

@@ -120,6 +120,7 @@ def main(payload: bytes, index: int, control: Connection) -> None:
         return
     if heap.freeze_wanted(spec.conf, in_process_worker=True):
         heap.freeze_now()  # the process is the engine's: its start-up heap stays
+    heap.set_young_threshold(heap.young_threshold_wanted(spec.conf))
     control.send(("ready",))
     _serve(control, running, worker)
     links.close()

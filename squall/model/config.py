@@ -54,6 +54,13 @@ class Config(dict[str, Any]):
     #: that full garbage collections walk only what the tasks made since: unset (the
     #: default) freezes in worker processes and not in the submitting process.
     TOPOLOGY_WORKER_GC_FREEZE = "topology.worker.gc.freeze"
+    #: The young-generation threshold of CPython's garbage collector (the first value
+    #: of ``gc.set_threshold``) while a worker runs: a collection after this many new
+    #: container objects, not Python's 700, so the short-lived tuples of a stream do
+    #: not trigger one every few hundred tuples. Default 10000; 0 leaves Python's
+    #: setting alone. In the submitting process the setting is raised (never lowered)
+    #: from the topology's start to its kill.
+    TOPOLOGY_WORKER_GC_THRESHOLD = "topology.worker.gc.threshold"
     #: The metrics consumers: a list of ``{"class", "argument", "parallelism.hint"}``
     #: dicts (see :meth:`register_metrics_consumer`).
     TOPOLOGY_METRICS_CONSUMER_REGISTER = "topology.metrics.consumer.register"
