@@ -109,12 +109,12 @@ class Tuple:
         return (self.stream_info.component_id, self.stream_info.stream_id)
 
     def __getitem__(self, key: int | str) -> Any:
-        if key.__class__ is str:
+        if isinstance(key, str):
             try:
                 return self.values[self.stream_info.index[key]]
             except KeyError:
                 raise self._unknown_field(key) from None
-        return self.values[key]  # type: ignore[index]
+        return self.values[key]
 
     def get_value(self, position: int) -> Any:
         """The value at ``position``."""

@@ -394,7 +394,7 @@ class BoltCollector(_Emitter):
                 tup = Tuple(values, route.info, source)
                 for target in targets:
                     outboxes[target].append(tup)
-        elif anchors.__class__ is Tuple:
+        elif isinstance(anchors, Tuple):
             anchor_roots = anchors.tree_ids
             if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
                 if outboxes is None:
@@ -412,7 +412,7 @@ class BoltCollector(_Emitter):
             else:
                 self._send_untracked(route.info, source, targets, values)
         else:
-            self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
+            self._send_anchored(route, targets, values, anchors)
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)
         return targets
@@ -457,9 +457,9 @@ class BoltCollector(_Emitter):
         if anchors is None or not self._tracking:
             self._send_untracked(route.info, source, targets, values)
         else:
-            if anchors.__class__ is Tuple:
+            if isinstance(anchors, Tuple):
                 anchors = (anchors,)
-            self._send_anchored(route, targets, values, anchors)  # type: ignore[arg-type]
+            self._send_anchored(route, targets, values, anchors)
         if self._observer is not None:
             self._observer(route.stream_id, source, values, targets)
 

@@ -170,8 +170,8 @@ class FieldsRouter(Router):
 
     def _cacheable(self, key: Any) -> bool:
         if self._single >= 0:
-            return key.__class__ in _CACHED_TYPES
-        return all(value.__class__ in _CACHED_TYPES for value in key)
+            return type(key) in _CACHED_TYPES
+        return all(type(value) in _CACHED_TYPES for value in key)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickled: see PICKLED_NATIVE
