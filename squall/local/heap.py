@@ -25,7 +25,7 @@ processes, false for worker threads).
 Young collections are the other cost: CPython collects its youngest generation after
 every 700 new container objects, and a stream makes them fast (a tuple and its values
 list per emit), so a collection ran every few hundred tuples and walked the tuples in
-flight each time: about 6% of a word count's instructions with acking.
+flight each time: 6-7% of a word count's instructions.
 ``topology.worker.gc.threshold`` (default 10000; 0 leaves Python's setting alone) is
 the young-generation threshold while a worker runs: set once in a worker process;
 raised (never lowered) in the submitting process from a topology's start to its kill,
