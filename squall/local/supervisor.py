@@ -159,12 +159,17 @@ class _Handle:
         return self.receive()
 
     def close(self) -> None:
-        """Wait briefly for the process to exit, kill it if it does not, release it."""
-        self.process.join(10.0)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        self.control.close()
+        """Wait briefly for the process to exit, kill it if it does not, release it.
+
+        Takes the request lock: a request under way on another thread (the figures of a
+        process that just died) ends first, so it never reads from a closed connection,
+        nor from a new worker's pipe that reused the closed one's descriptor."""
+        with self.lock:
+            self.process.join(10.0)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+            self.control.close()
 
 
 def _exit_reason(code: int | None) -> str:
