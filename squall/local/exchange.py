@@ -233,7 +233,12 @@ class Exchange:
                 inbox.task,
                 [number(tup.stream_info) for tup in inbox],
                 [tup.source_task for tup in inbox],
-                [list(roots) if (roots := tup.tree_ids) else None for tup in inbox],
+                [
+                    [tup.root, tup.edge]
+                    if tup.root >= 0
+                    else (list(roots) if (roots := tup.tree_list) else None)
+                    for tup in inbox
+                ],
                 [tup.values for tup in inbox],
             )
             counts.append((inbox.task, held))

@@ -57,11 +57,17 @@ class Tuple:
         tree_ids: ``(root id, edge id, root id, edge id, ...)``: the tuple trees this
             copy belongs to and its edge id in each; None when the tuple is not
             tracked. An emit anchored to this tuple adds a new edge to each of its trees.
+        root, edge: the ids of the one tree of a tuple that belongs to exactly one (the
+            common case, kept as two machine integers in the compiled core, with no
+            tuple object); ``root`` is -1 otherwise (ids are never negative).
+        tree_list: the ids, as ``tree_ids`` gives them, when ``root`` is -1: None for
+            a tuple not tracked. ``tree_ids`` reads and writes both forms; the hot paths
+            read ``root`` and then ``tree_list``, which is a plain attribute.
         ack_val: the XOR of the edge ids of the tuples emitted anchored to this one; an
             ack sends ``edge id ^ ack_val`` for each of its trees.
     """
 
-    __slots__ = ("ack_val", "source_task", "stream_info", "tree_ids", "values")
+    __slots__ = ("ack_val", "edge", "root", "source_task", "stream_info", "tree_list", "values")
 
     def __init__(
         self,
@@ -73,9 +79,32 @@ class Tuple:
         self.values = values
         self.stream_info = info
         self.source_task = source_task
-        #: A tuple, or a list where the ids came from another process.
-        self.tree_ids = roots
         self.ack_val = 0
+        if roots is not None and len(roots) == 2:
+            self.root = roots[0]
+            self.edge = roots[1]
+            self.tree_list = None
+        else:  # ``edge`` is read only when ``root`` holds a tree: left unset here
+            self.root = -1
+            #: A tuple, or a list where the ids came from another process.
+            self.tree_list = roots
+
+    @property
+    def tree_ids(self) -> Sequence[int] | None:
+        """``(root id, edge id, ...)`` for every tree of this copy; None: not tracked."""
+        if self.root >= 0:
+            return (self.root, self.edge)
+        return self.tree_list
+
+    @tree_ids.setter
+    def tree_ids(self, roots: Sequence[int] | None) -> None:
+        if roots is not None and len(roots) == 2:
+            self.root = roots[0]
+            self.edge = roots[1]
+            self.tree_list = None
+        else:
+            self.root = -1
+            self.tree_list = roots
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled whole, tree ids and ack value included (the compiled class has no
@@ -365,6 +394,17 @@ def _rebuilt_tuple(
     """A pickled :class:`Tuple` as it was."""
     tup = Tuple(values, info, source_task, roots)
     tup.ack_val = ack_val
+    return tup
+
+
+def tracked_tuple(
+    values: Sequence[Any], info: StreamInfo, source_task: int, root: int, edge: int
+) -> Tuple:
+    """A tuple of the one tree ``root`` with edge id ``edge`` (the engines' emits:
+    no ids tuple made)."""
+    tup = Tuple(values, info, source_task)
+    tup.root = root
+    tup.edge = edge
     return tup
 
 

@@ -32,7 +32,14 @@ from mypy_extensions import mypyc_attr
 from squall.model.clock import Clock
 from squall.model.collectors import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from squall.model.fields import Fields
-from squall.model.tuple import DEFAULT_STREAM, SYSTEM_COMPONENT, SYSTEM_TASK_ID, StreamInfo, Tuple
+from squall.model.tuple import (
+    DEFAULT_STREAM,
+    SYSTEM_COMPONENT,
+    SYSTEM_TASK_ID,
+    StreamInfo,
+    Tuple,
+    tracked_tuple,
+)
 from squall.runtime.acker import (
     ACK_ACK_STREAM,
     ACK_BULK_STREAM,
@@ -395,19 +402,18 @@ class BoltCollector(_Emitter):
                 for target in targets:
                     outboxes[target].append(tup)
         elif isinstance(anchors, Tuple):
-            anchor_roots = anchors.tree_ids
-            if anchor_roots and len(anchor_roots) == 2:  # one anchor of one tree
+            root = anchors.root
+            if root >= 0:  # one anchor of one tree
                 if outboxes is None:
-                    anchors.ack_val ^= self._send_tree(
-                        route.info, source, targets, values, anchor_roots[0]
-                    )
+                    anchors.ack_val ^= self._send_tree(route.info, source, targets, values, root)
                 else:
-                    root = anchor_roots[0]
                     for target in targets:
                         edge = getrandbits(ID_BITS)
                         anchors.ack_val ^= edge
-                        outboxes[target].append(Tuple(values, route.info, source, (root, edge)))
-            elif anchor_roots:
+                        outboxes[target].append(
+                            tracked_tuple(values, route.info, source, root, edge)
+                        )
+            elif anchors.tree_list:
                 self._send_anchored(route, targets, values, (anchors,))
             else:
                 self._send_untracked(route.info, source, targets, values)
@@ -489,8 +495,11 @@ class BoltCollector(_Emitter):
 
     def ack(self, tup: Tuple) -> None:
         """Mark ``tup`` processed. Every input must be acked or failed exactly once."""
-        roots = tup.tree_ids
-        if roots:
+        root = tup.root
+        if root >= 0:  # one tree: the common case
+            pending = self.pending_acks
+            pending[root] = pending.get(root, 0) ^ tup.edge ^ tup.ack_val
+        elif roots := tup.tree_list:
             pending = self.pending_acks
             value = tup.ack_val
             for position in range(0, len(roots), 2):

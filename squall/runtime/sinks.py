@@ -20,7 +20,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from squall.model.tuple import StreamInfo, Tuple
+from squall.model.tuple import StreamInfo, Tuple, tracked_tuple
 from squall.runtime.acker import ID_BITS
 
 
@@ -102,7 +102,7 @@ class OutboxSink(EmitSink):
         for target in targets:
             edge = getrandbits(ID_BITS)
             ack_val ^= edge
-            outboxes[target].append(Tuple(values, info, source, (root, edge)))
+            outboxes[target].append(tracked_tuple(values, info, source, root, edge))
         return ack_val
 
     def send_to(

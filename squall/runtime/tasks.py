@@ -285,14 +285,12 @@ class BoltRunner(TaskRunner):
                 not_acked_here += 1
                 continue
             # Ack inline (the same XOR as BoltCollector.ack): the hottest loop of the engine.
-            roots = tup.tree_ids
-            if roots:
-                if len(roots) == 2:
-                    root = roots[0]
-                    pending[root] = pending_get(root, 0) ^ roots[1] ^ tup.ack_val
-                else:
-                    collector.ack(tup)
-                    acked_by_collector += 1
+            root = tup.root
+            if root >= 0:  # one tree
+                pending[root] = pending_get(root, 0) ^ tup.edge ^ tup.ack_val
+            elif tup.tree_list:
+                collector.ack(tup)
+                acked_by_collector += 1
         basic.input = None
         self.stats.acked += ran - not_acked_here - acked_by_collector
         return ran
