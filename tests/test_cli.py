@@ -83,6 +83,14 @@ def test_version_prints_the_package_version() -> None:
     assert result.output.strip() == f"squall {squall.__version__}"
 
 
+@pytest.mark.parametrize("option", ["-V", "--version"])
+def test_version_options_print_what_the_version_command_prints(option: str) -> None:
+    result = invoke(option)
+    assert result.exit_code == 0
+    assert result.output == f"squall {squall.__version__}\n"
+    assert result.output == invoke("version").output
+
+
 # --- run ------------------------------------------------------------------------------
 
 

@@ -86,7 +86,9 @@ def _load(target: str, conf_options: tuple[str, ...]) -> tuple[LoadedTopology, d
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(squall.__version__, "-V", "--version", prog_name="squall")
+@click.version_option(
+    squall.__version__, "-V", "--version", prog_name="squall", message="%(prog)s %(version)s"
+)
 def main() -> None:
     """squall: Apache Storm's stream-processing model in Python.
 
@@ -111,7 +113,7 @@ for command in CONTROL_COMMANDS:
 
 @main.command()
 def version() -> None:
-    """Print squall's version."""
+    """Print squall's version (the line ``squall -V`` and ``squall --version`` print)."""
     click.echo(f"squall {squall.__version__}")
 
 
