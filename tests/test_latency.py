@@ -8,7 +8,14 @@ import pickle
 
 import pytest
 
-from squall.runtime.latency import PERCENTILES, LatencyHistogram, bucket_floor_ms, bucket_of
+from squall.runtime.latency import (
+    PERCENTILES,
+    UNITS_PER_MS,
+    LatencyHistogram,
+    bucket_floor_ms,
+    bucket_of,
+    units_of,
+)
 from squall.runtime.metrics import ComponentStats, TaskStats, TopologyInfo, summarize
 from squall.runtime.rolling import MetricsHistory
 
@@ -21,7 +28,7 @@ def histogram_of(values_ms: list[float]) -> LatencyHistogram:
 
 
 def test_percentiles_of_known_latencies_are_exact() -> None:
-    # 1..100 µs: below 0.256 ms each microsecond is a bucket of its own.
+    # 1..100 µs: every whole microsecond below 256 µs is a bucket's lower bound.
     histogram = histogram_of([us / 1000.0 for us in range(100, 0, -1)])
     assert histogram.count == 100
     assert histogram.sum == pytest.approx(5.05)
@@ -44,12 +51,36 @@ def test_percentiles_of_millisecond_latencies() -> None:
     }
 
 
+def test_sub_microsecond_latencies_have_their_own_buckets() -> None:
+    # A unit is 1/1024 µs: 250 ns is 256 units (a bucket's lower bound), 100 ns 102
+    # units (a bucket of its own below 256 units), 600 ns 614 units (bucket 612..615).
+    histogram = histogram_of([0.0001] * 50 + [0.00025] * 40 + [0.0006] * 10)
+    assert histogram.percentiles([0, 50, 90, 100]) == {
+        0: 102 / UNITS_PER_MS,
+        50: 102 / UNITS_PER_MS,
+        90: 0.00025,
+        100: 612 / UNITS_PER_MS,
+    }
+    assert 0.0 < histogram.percentile(50) < 0.0001
+    assert histogram.cumulative_counts([0.0001, 0.00025, 0.001]) == [50, 90, 100]
+
+
+def test_whole_microseconds_and_powers_of_two_of_milliseconds_are_bucket_bounds() -> None:
+    for us in [*range(1, 256), 1000, 2000, 64_000]:
+        assert bucket_floor_ms(bucket_of(us * 1024)) == us / 1000.0
+    for power in range(0, 30):
+        ms = float(2**power)
+        assert bucket_floor_ms(bucket_of(units_of(ms))) == ms
+
+
 def test_a_bucket_is_at_most_one_128th_below_its_values() -> None:
-    for us in [255, 256, 257, 1000, 4999, 5000, 123_456, 7_654_321, 86_400_000_000]:
-        floor = bucket_floor_ms(bucket_of(us)) * 1000.0
-        assert floor <= us
-        assert us - floor <= us / 128
-    assert len({bucket_of(us) for us in range(1, 10**6)}) < 256 + 128 * 12
+    for units in [255, 256, 257, 1000, 4999, 5000, 123_456, 7_654_321, 86_400_000_000_000]:
+        floor = bucket_floor_ms(bucket_of(units)) * UNITS_PER_MS
+        assert floor <= units
+        assert units - floor <= units / 128
+    assert [bucket_of(units) for units in range(256)] == list(range(256))
+    # Up to 2**20 units (1.02 ms): 255 exact buckets from 1, then 128 per power of two.
+    assert len({bucket_of(units) for units in range(1, 2**20)}) == 255 + 128 * 12
 
 
 def test_an_empty_histogram_gives_zeros_and_bad_percentiles_are_refused() -> None:

@@ -236,9 +236,10 @@ class BoltRunner(TaskRunner):
         stats.busy_secs += elapsed
         stats.executed += count
         if count:  # the batch's tuples, each at its mean time (a basic bolt: also process)
-            # LatencyHistogram.record_many, inline (once per batch of every bolt task).
+            # LatencyHistogram.record_many, inline (once per batch of every bolt task);
+            # squall.runtime.latency's unit: 1/1024 µs (UNITS_PER_MS units to a ms).
             histogram = stats.execute_latency
-            bucket = int(elapsed * 1_000_000.0) // count
+            bucket = int(elapsed * 1_024_000_000.0) // count
             if bucket >= 256:
                 shift = bucket.bit_length() - 8
                 bucket = (shift << 8) | (bucket >> shift)
@@ -487,7 +488,7 @@ class SpoutRunner(TaskRunner):
             stats.complete_count += 1
             stats.complete_ms += latency
             # LatencyHistogram.record, inline (once per tree: the spout's hottest path).
-            bucket = int(latency * 1000.0)
+            bucket = int(latency * 1_024_000.0)
             if bucket >= 256:
                 shift = bucket.bit_length() - 8
                 bucket = (shift << 8) | (bucket >> shift)
