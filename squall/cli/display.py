@@ -115,11 +115,12 @@ class MetricsView:
             for stats in self.components
         ]
         columns = [
+            # As wide as the longest id: an id is never broken across lines; columns are
+            # hidden (then blocks used) to make room for it instead.
             FitColumn(
                 "component",
                 ("component",),
                 tuple(Text(stats.component_id) for stats in self.components),
-                flexible=True,
             ),
             FitColumn("kind", ("kind",), tuple(kinds)),
         ]
@@ -232,16 +233,22 @@ def live_view(info: TopologyInfo, order: list[str] | None = None) -> RenderableT
     return table if own is None else Group(table, own)
 
 
-def summary_view(info: TopologyInfo, order: list[str] | None = None) -> RenderableType:
-    """The final metrics table, the components' own metrics (if any), then the most
-    recent errors grouped, then a closing line (``877 errors in 2 components``, or
-    ``no errors``)."""
+def summary_view(
+    info: TopologyInfo,
+    order: list[str] | None = None,
+    shown: RenderableType | None = None,
+) -> RenderableType:
+    """The final metrics table, the components' own metrics (if any), ``shown`` (what
+    the run shows of its results, if anything), then the most recent errors grouped,
+    then a closing line (``877 errors in 2 components``, or ``no errors``)."""
     table = metrics_table(info, f"topology {info.name!r}: final metrics", order)
     own = own_metrics_table(info, order)
     errors = errors_view(info)
     parts: list[RenderableType] = [table]
     if own is not None:
         parts.append(own)
+    if shown is not None:
+        parts.append(shown)
     parts.append(errors if errors is not None else Text("no errors"))
     return Group(*parts)
 
