@@ -17,6 +17,7 @@ CONTRACT = {
     "resources",
     "submit_topology",
     "wait_idle",
+    "wait_complete",
     "activate",
     "deactivate",
     "kill_topology",

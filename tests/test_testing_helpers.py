@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from squall import BasicBolt, Bolt, Config, LocalCluster, Spout, SquallError, TopologyBuilder
+from squall.runtime.cluster import Cluster, EmitListener
 from squall.testing import CapturingBolt, FeederSpout, FixedTupleSpout, complete_topology
 from tests.conftest import Engine, on_engines
 from tests.helpers import wait_until
@@ -283,10 +284,104 @@ def test_capturing_bolt_instances_are_per_task(cluster: LocalCluster) -> None:
 
 def test_complete_topology_says_which_clusters_it_runs_on() -> None:
     class OtherCluster:
-        """Any cluster that is neither a LocalCluster nor a SparkCluster."""
+        """An object that does not implement the Cluster interface."""
 
     builder = TopologyBuilder()
     builder.set_spout("numbers", FixedTupleSpout([[1]], ["n"]))
-    expected = r"runs on LocalCluster or SparkCluster, not on OtherCluster"
+    expected = r"runs on a Cluster \(LocalCluster, SparkCluster\), not on OtherCluster"
     with pytest.raises(SquallError, match=expected):
         complete_topology(builder.create_topology(), cluster=OtherCluster())  # type: ignore[arg-type]
+
+
+class Recording(Cluster):
+    """A Cluster of its own that runs topologies on a LocalCluster and records which of
+    its methods are called: neither a LocalCluster nor a SparkCluster, nor named like
+    one."""
+
+    def __init__(self) -> None:
+        self.inner = LocalCluster()
+        self.calls: list[str] = []
+
+    @property
+    def engine(self) -> str:
+        return "recording"
+
+    @property
+    def resources(self) -> str:
+        return self.inner.resources
+
+    def submit_topology(
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: Any,
+        *,
+        fresh: bool = False,
+        emit_listener: EmitListener | None = None,
+    ) -> None:
+        self.calls.append(f"submit_topology(fresh={fresh}, listener={emit_listener is not None})")
+        self.inner.submit_topology(name, conf, topology, fresh=fresh, emit_listener=emit_listener)
+
+    def wait_complete(self, name: str, timeout_secs: float) -> None:
+        self.calls.append("wait_complete")
+        self.inner.wait_complete(name, timeout_secs)
+
+    def get_topology_info(self, name: str, window_secs: int | None = None) -> Any:
+        self.calls.append("get_topology_info")
+        return self.inner.get_topology_info(name, window_secs)
+
+    def kill_topology(self, name: str, wait_secs: float | None = None) -> None:
+        self.calls.append(f"kill_topology(wait_secs={wait_secs})")
+        self.inner.kill_topology(name, wait_secs)
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+        self.inner.shutdown()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"complete_topology used {name!r}")
+
+    wait_idle = activate = deactivate = rebalance = check_rebalance = None  # type: ignore[assignment]
+    get_topology = get_topology_conf = topology_names = in_window = None  # type: ignore[assignment]
+    metric_windows = None  # type: ignore[assignment]
+
+
+def test_complete_topology_runs_on_any_cluster_through_the_interface_only() -> None:
+    cluster = Recording()
+    try:
+        result = complete_topology(
+            word_topology(), {"sentences": [["a b"], ["c"]]}, cluster=cluster, timeout_secs=10
+        )
+    finally:
+        cluster.inner.shutdown()
+    assert sorted(result.read_tuples("split")) == [["a"], ["b"], ["c"]]
+    assert result.info.components["sentences"].acked == 2
+    assert cluster.calls == [
+        "submit_topology(fresh=True, listener=True)",
+        "wait_complete",
+        "get_topology_info",
+        "kill_topology(wait_secs=0)",
+    ]
+
+
+def test_local_wait_complete_needs_worker_threads() -> None:
+    spout = FixedTupleSpout([["a"]], ["sentence"])
+    conf = {Config.TOPOLOGY_WORKERS: 2, Config.TOPOLOGY_WORKER_KIND: "process"}
+    with LocalCluster() as cluster:
+        cluster.submit_topology("p", conf, word_topology(spout))
+        with pytest.raises(SquallError, match=r"wait_complete\('p'\): the topology runs in worker"):
+            cluster.wait_complete("p", 5)
+
+
+class NeverDone(FixedTupleSpout):
+    """A fixed spout that never says it is exhausted."""
+
+    def is_exhausted(self) -> bool:
+        return False
+
+
+def test_local_wait_complete_names_the_spouts_not_exhausted() -> None:
+    with LocalCluster() as cluster:
+        cluster.submit_topology("f", {}, word_topology(NeverDone([["x y"]], ["sentence"])))
+        with pytest.raises(TimeoutError, match=r"spouts not exhausted: \['sentences'\]"):
+            cluster.wait_complete("f", 0.2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,15 @@ from typing import Any
 from squall.compiled import warn_if_interpreted
 from squall.local import heap
 from squall.local.rebalance import check_request
-from squall.local.running import EmitListener, RunningTopology
+from squall.local.running import RunningTopology
 from squall.local.scratch import owned_directory
 from squall.local.supervisor import ProcessTopology
 from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import Config, warn_unknown_keys
-from squall.model.errors import InvalidTopologyError
+from squall.model.errors import InvalidTopologyError, SquallError
+from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import StormTopology
+from squall.runtime.cluster import EmitListener
 from squall.runtime.coordination import MemoryCoordinationStore
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.registry import TopologyRegistry
@@ -82,12 +85,16 @@ class LocalCluster(TopologyRegistry[Running]):
         conf: dict[str, Any] | None,
         topology: StormTopology,
         *,
+        fresh: bool = False,
         emit_listener: EmitListener | None = None,
     ) -> None:
         """Start ``topology`` under ``name``. Returns once every task is open/prepared.
 
+        ``fresh`` changes nothing here: the local engine keeps nothing from one run to
+        the next, so every topology starts afresh.
         ``emit_listener(component_id, stream_id, task_id, values, targets)``, if given, is
-        called on the emitting task's thread after every emit on a user stream.
+        called on the emitting task's thread after every emit on a user stream (the
+        topology then runs on worker threads).
 
         Each ``topology.*`` key of ``conf`` that squall does not know (a misspelling,
         mostly) gets a :class:`~squall.model.config.ConfigWarning` pointing at this call;
@@ -281,6 +288,47 @@ class LocalCluster(TopologyRegistry[Running]):
     def wait_idle(self, name: str, timeout_secs: float = 10.0) -> bool:
         """Wait until ``name`` has nothing queued and no tuple tree pending."""
         return self._get(name).wait_idle(timeout_secs)
+
+    def wait_complete(self, name: str, timeout_secs: float) -> None:
+        """Wait until every spout task of ``name`` (of the submitted topology: not the
+        engine's own, such as a checkpoint spout) says ``is_exhausted()`` and nothing is
+        queued or pending. Runs on the caller's thread, polling every few milliseconds;
+        a spout's ``is_exhausted`` is called from this thread.
+
+        Raises:
+            SquallError: no topology ``name`` is running; it runs in worker processes
+                (its spouts live there); or a spout has no ``is_exhausted()``.
+            TimeoutError: not complete within ``timeout_secs`` (the message names the
+                spouts not exhausted and gives the engine's figures).
+        """
+        running = self._get(name)
+        if not isinstance(running, RunningTopology):
+            raise SquallError(
+                f"wait_complete({name!r}): the topology runs in worker processes, whose "
+                "spouts this process cannot ask; run it on worker threads "
+                '(topology.worker.kind = "thread")'
+            )
+        user_spouts = set(running.user_topology.spouts)
+        spouts = [
+            (runner.component_id, runner.component)
+            for runner in running.runners.values()
+            if runner.component_id in user_spouts
+        ]
+        for component_id, spout in spouts:
+            if not implements(spout, Exhaustible):
+                raise SquallError(
+                    f"wait_complete({name!r}) cannot tell when spout {component_id!r} "
+                    f"({type(spout).__name__}) is done: give it an is_exhausted() method"
+                )
+        deadline = time.monotonic() + timeout_secs
+        while not (all(spout.is_exhausted() for _, spout in spouts) and running.wait_idle(0.05)):
+            if time.monotonic() > deadline:
+                waiting = sorted(cid for cid, spout in spouts if not spout.is_exhausted())
+                raise TimeoutError(
+                    f"topology did not complete in {timeout_secs} s: spouts not exhausted: "
+                    f"{waiting or 'none'}; {running.info().local}"
+                )
+            time.sleep(0.002)
 
     def shutdown(self) -> None:
         """Kill every topology (without draining)."""

@@ -11,7 +11,7 @@ bookkeeping every engine shares (topologies by name, the rolling windows of figu
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -19,6 +19,10 @@ from squall.model.topology import StormTopology
 from squall.runtime.metrics import TopologyInfo
 
 SelfCluster = TypeVar("SelfCluster", bound="Cluster")
+
+EmitListener = Callable[[str, str, int, Sequence[Any], list[int]], None]
+"""Called as ``listener(component_id, stream_id, task_id, values, targets)`` for every
+tuple a spout or bolt emits on a user stream (see :meth:`Cluster.submit_topology`)."""
 
 
 class Cluster(ABC):
@@ -43,17 +47,56 @@ class Cluster(ABC):
 
     @abstractmethod
     def submit_topology(
-        self, name: str, conf: dict[str, Any] | None, topology: StormTopology
+        self,
+        name: str,
+        conf: dict[str, Any] | None,
+        topology: StormTopology,
+        *,
+        fresh: bool = False,
+        emit_listener: EmitListener | None = None,
     ) -> None:
         """Start ``topology`` under ``name``; returns once it runs.
 
-        Engines may take more keyword-only arguments (``emit_listener`` on
-        ``LocalCluster``, ``fresh`` on ``SparkCluster``).
+        Args:
+            name: the topology's name.
+            conf: its configuration (over the engine's defaults).
+            topology: what to run.
+            fresh: start afresh, with nothing an earlier run under ``name`` left
+                (``SparkCluster``: that run's checkpoint is discarded; the local engine
+                keeps nothing between runs, so every submission there is fresh).
+            emit_listener: called as ``emit_listener(component_id, stream_id, task_id,
+                values, targets)`` after every tuple a spout or bolt emits on a user
+                stream, in the process and on the thread of the emitting task:
+                ``LocalCluster`` calls it in this process (the topology then runs on
+                worker threads), ``SparkCluster`` in the Python process running the
+                task (it is pickled, and sees again the emits of a micro-batch run
+                again; core and transactional topologies only).
 
         Raises:
             SquallError: a topology called ``name`` is running.
             InvalidTopologyError: the topology or configuration is invalid, or uses
-                something the engine cannot run (the message says what).
+                something the engine cannot run (the message says what), such as an
+                ``emit_listener`` where the engine cannot call one.
+        """
+
+    @abstractmethod
+    def wait_complete(self, name: str, timeout_secs: float) -> None:
+        """Wait until ``name`` has processed all its input: every spout has emitted
+        everything it has (a spout says so with ``is_exhausted()``, see
+        :class:`~squall.model.hooks.Exhaustible`) and nothing is in flight (no tuple
+        queued, no tree pending, every batch processed). Runs on the caller's thread,
+        polling; the topology keeps running afterwards.
+
+        ``LocalCluster`` asks each spout task's ``is_exhausted()`` (worker threads
+        only: spouts in worker processes cannot be asked); ``SparkCluster`` waits until
+        the spouts' polls emit nothing more and every batch is processed.
+
+        Raises:
+            SquallError: no topology ``name`` is running, it failed (the message gives
+                its last error), or the engine cannot tell for this topology (the
+                message says why).
+            TimeoutError: it was not complete within ``timeout_secs`` (the message says
+                what was left).
         """
 
     @abstractmethod
@@ -194,4 +237,4 @@ class Cluster(ABC):
         self.shutdown()
 
 
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "EmitListener"]

@@ -18,6 +18,7 @@ from squall.model.clock import SYSTEM_CLOCK, Clock
 from squall.model.config import warn_unknown_keys
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.topology import StormTopology
+from squall.runtime.cluster import EmitListener
 from squall.runtime.engine_figures import QueryFigures, SparkFigures
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.registry import TopologyRegistry
@@ -29,7 +30,7 @@ from squall.spark.control.shape import check_shape
 from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
-from squall.spark.execute.listener import EMIT_LISTENER_KEY, EmitListener
+from squall.spark.execute.listener import EMIT_LISTENER_KEY
 from squall.spark.launch.javaerrors import python_failure
 from squall.spark.launch.pythonexec import is_local_master
 from squall.spark.launch.resources import Resources
@@ -210,8 +211,9 @@ class SparkCluster(TopologyRegistry[_Running]):
         if emit_listener is not None:
             if topology.batch_ir is not None and not isinstance(topology.batch_ir, TransactionalIR):
                 raise InvalidTopologyError(
-                    f"submit_topology({name!r}): an emit_listener sees the emits of core and "
-                    "transactional topologies on SparkCluster, not of Trident topologies"
+                    f"submit_topology({name!r}): an emit_listener (and complete_topology) "
+                    "on SparkCluster runs core and transactional topologies, not Trident "
+                    "topologies (run them on LocalCluster)"
                 )
             conf[EMIT_LISTENER_KEY] = emit_listener
         with self._lock:
@@ -342,6 +344,31 @@ class SparkCluster(TopologyRegistry[_Running]):
             if not idle:
                 return False
         return True
+
+    def wait_complete(self, name: str, timeout_secs: float) -> None:
+        """Wait until ``name``'s spouts have emitted everything they have and every batch
+        is processed (:meth:`wait_idle`: a core spout's polls emit nothing more and its
+        trees are acked or failed; a Trident or transactional source has nothing more to
+        offer). Runs on the caller's thread.
+
+        Raises:
+            SquallError: no topology ``name`` is running, or a query failed (the
+                message gives the last error of its failed micro-batches).
+            TimeoutError: not complete within ``timeout_secs``.
+        """
+        if self.wait_idle(name, timeout_secs):
+            return
+        info = self.get_topology_info(name)
+        if info.status == "FAILED":
+            queries = info.spark.queries.values() if info.spark is not None else ()
+            errors = [error for query in queries for error in query.errors]
+            raise SquallError(
+                f"topology {name!r} failed on SparkCluster: {errors[-1] if errors else info.status}"
+            )
+        raise TimeoutError(
+            f"topology did not complete in {timeout_secs} s on SparkCluster (its spouts "
+            "still had batches to process)"
+        )
 
     def deactivate(self, name: str) -> None:
         """Stop polling the spouts (batches already read still run)."""

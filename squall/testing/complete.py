@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
-import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from squall.local.cluster import LocalCluster
-from squall.local.running import RunningTopology
 from squall.model.errors import InvalidTopologyError, SquallError
 from squall.model.hooks import Exhaustible, implements
 from squall.model.topology import ComponentSpec, StormTopology
@@ -20,8 +16,6 @@ from squall.testing.spouts import FixedTupleSpout
 from squall.transactional.ir import TransactionalIR
 
 MockSource = Sequence[Sequence[Any]] | Mapping[str, Sequence[Sequence[Any]]]
-
-_names = itertools.count(1)
 
 
 class CompleteTopologyResult:
@@ -75,35 +69,6 @@ class _RecordEmits:
         self.record.append("emits", (component_id, stream, list(values)))
 
 
-def _complete_on_spark(
-    cluster: Any, topology: StormTopology, conf: dict[str, Any], timeout_secs: float
-) -> CompleteTopologyResult:
-    """Run ``topology`` on the SparkCluster ``cluster`` until it is idle (every batch
-    its spouts have is processed), recording every emit; then kill it."""
-    record = SharedRecord()
-    name = f"complete-topology-{uuid.uuid4().hex[:12]}"
-    cluster.submit_topology(name, conf, topology, fresh=True, emit_listener=_RecordEmits(record))
-    try:
-        if not cluster.wait_idle(name, timeout_secs):
-            info = cluster.get_topology_info(name)
-            if info.status == "FAILED":
-                errors = info.extra.get("errors", [])
-                raise SquallError(
-                    f"topology failed on SparkCluster: {errors[-1] if errors else info.status}"
-                )
-            raise TimeoutError(
-                f"topology did not complete in {timeout_secs} s on SparkCluster (its spouts "
-                "still had batches to process)"
-            )
-        info = cluster.get_topology_info(name)
-    finally:
-        cluster.kill_topology(name)
-    emitted: dict[tuple[str, str], list[list[Any]]] = {}
-    for component_id, stream, values in record.get("emits"):
-        emitted.setdefault((component_id, stream), []).append(values)
-    return CompleteTopologyResult(emitted, info)
-
-
 def complete_topology(
     topology: StormTopology,
     mock_sources: Mapping[str, MockSource] | None = None,
@@ -119,42 +84,39 @@ def complete_topology(
     method (``FixedTupleSpout`` and ``FeederSpout`` have one). The run ends once all spouts
     are exhausted and nothing is queued or pending; the topology is then killed.
 
+    Runs on the caller's thread, through the :class:`~squall.runtime.cluster.Cluster`
+    interface only: the topology is submitted afresh (``fresh=True``) with an emit
+    listener recording every emit where its task runs (in a :class:`SharedRecord`),
+    the cluster's ``wait_complete`` says when it is done, and its figures are read
+    before it is killed. Core and transactional topologies only (not Trident). On a
+    ``SparkCluster`` a micro-batch that Spark runs again
+    (``topology.spark.batch.retries``) is recorded again.
+
     Args:
         topology: the topology to run.
         mock_sources: spout id -> tuples to emit instead of the spout.
         conf: topology configuration.
-        cluster: run on this cluster: a ``LocalCluster`` (default: a new one, shut down
-            after) or a ``SparkCluster`` (see below).
+        cluster: run on this cluster (``LocalCluster``, ``SparkCluster``; default: a new
+            ``LocalCluster``, shut down after).
         timeout_secs: give up after this long.
-
-    On a ``SparkCluster`` the run is over once the cluster's ``wait_idle`` says every
-    batch the spouts have is processed; every emit is recorded where its task runs
-    (in a :class:`SharedRecord`), so the same result comes back. A micro-batch that
-    Spark runs again (``topology.spark.batch.retries``) is recorded again. Core and
-    transactional topologies only (not Trident).
 
     Raises:
         SquallError: a spout cannot tell when it is exhausted, a mock source names an
-            unknown spout, ``cluster`` is neither a ``LocalCluster`` nor a
-            ``SparkCluster``, or the topology failed on Spark.
-        InvalidTopologyError: a Trident topology on a ``SparkCluster``.
+            unknown spout, ``cluster`` is not a ``Cluster``, or the topology failed.
+        InvalidTopologyError: a Trident topology, or one the cluster cannot run with an
+            emit listener.
         TimeoutError: the topology did not complete within ``timeout_secs`` (the message
-            says which spouts were not exhausted and how much was still pending).
+            says what was left).
     """
-    spark = getattr(cluster, "engine", None) == "spark"
-    if cluster is not None and not spark and not isinstance(cluster, LocalCluster):
+    if cluster is not None and not isinstance(cluster, Cluster):
         raise SquallError(
-            f"complete_topology runs on LocalCluster or SparkCluster, not on "
+            f"complete_topology runs on a Cluster (LocalCluster, SparkCluster), not on "
             f"{type(cluster).__name__}"
         )
-    if (
-        spark
-        and topology.batch_ir is not None
-        and not isinstance(topology.batch_ir, TransactionalIR)
-    ):
+    if topology.batch_ir is not None and not isinstance(topology.batch_ir, TransactionalIR):
         raise InvalidTopologyError(
-            "complete_topology on SparkCluster runs core and transactional topologies, "
-            "not Trident topologies (run them on LocalCluster)"
+            "complete_topology runs core and transactional topologies, not Trident "
+            "topologies (a Trident spout's coordinator cannot say when it is done)"
         )
     if mock_sources:
         topology = _with_mocks(topology, mock_sources)
@@ -165,50 +127,23 @@ def complete_topology(
                 f"({type(spec.component).__name__}) is done: give it an is_exhausted() "
                 f"method or pass mock_sources={{{spec.component_id!r}: [...]}}"
             )
-    if spark:
-        return _complete_on_spark(cluster, topology, dict(conf or {}), timeout_secs)
-    assert cluster is None or isinstance(cluster, LocalCluster)
-    emitted: dict[tuple[str, str], list[list[Any]]] = {}
-    lock = threading.Lock()
-
-    def capture(
-        component_id: str, stream: str, task: int, values: Sequence[Any], targets: list[int]
-    ) -> None:
-        with lock:
-            emitted.setdefault((component_id, stream), []).append(list(values))
-
+    record = SharedRecord()
     owned = cluster is None
-    runner = cluster or LocalCluster()
-    name = f"complete-topology-{next(_names)}"
+    runner: Cluster = cluster if cluster is not None else LocalCluster()
+    name = f"complete-topology-{uuid.uuid4().hex[:12]}"
     try:
-        runner.submit_topology(name, conf or {}, topology, emit_listener=capture)
-        running = runner.get_running(name)
-        assert isinstance(running, RunningTopology)  # an emit listener runs on threads
-        # The user's spouts (the engine adds system spouts, e.g. a checkpoint spout).
-        user_spouts = set(topology.spouts)
-        spouts = [r.component for r in running.runners.values() if r.component_id in user_spouts]
-        deadline = time.monotonic() + timeout_secs
-        while True:
-            if all(s.is_exhausted() for s in spouts) and running.wait_idle(0.05):
-                break
-            if time.monotonic() > deadline:
-                waiting = sorted(
-                    running.runners[t].component_id
-                    for t in running.runners
-                    if running.runners[t].component_id in user_spouts
-                    and not running.runners[t].component.is_exhausted()
-                )
-                raise TimeoutError(
-                    f"topology did not complete in {timeout_secs} s: spouts not exhausted: "
-                    f"{waiting or 'none'}; {running.info().local}"
-                )
-            time.sleep(0.002)
-        info = running.info()
-        runner.kill_topology(name, wait_secs=0)
-    finally:
-        if name in runner.topology_names():
+        runner.submit_topology(
+            name, dict(conf or {}), topology, fresh=True, emit_listener=_RecordEmits(record)
+        )
+        try:
+            runner.wait_complete(name, timeout_secs)
+            info = runner.get_topology_info(name)
+        finally:
             runner.kill_topology(name, wait_secs=0)
+    finally:
         if owned:
             runner.shutdown()
-    with lock:
-        return CompleteTopologyResult({k: list(v) for k, v in emitted.items()}, info)
+    emitted: dict[tuple[str, str], list[list[Any]]] = {}
+    for component_id, stream, values in record.get("emits"):
+        emitted.setdefault((component_id, stream), []).append(values)
+    return CompleteTopologyResult(emitted, info)

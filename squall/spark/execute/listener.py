@@ -12,15 +12,14 @@ a batch component's emits, routed after its batch).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from squall.runtime.cluster import EmitListener
 from squall.runtime.collectors import Observer
 
 #: The configuration key carrying the listener (set by the cluster, never by users).
 EMIT_LISTENER_KEY = "squall.spark.emit.listener"
-
-EmitListener = Callable[[str, str, int, Sequence[Any], list[int]], None]
 
 
 def emit_listener(conf: dict[str, Any]) -> EmitListener | None:
