@@ -31,13 +31,24 @@ class PartitionOffsets:
         next_offset: the offset after the last record handled (emitted or skipped),
             None before the first one when the start offset is not known (the earliest).
         emitted_offset: the offset of the last record emitted, None before the first.
+        start: where the task started reading the partition (the committed offset, or
+            the end for the ``latest`` strategies), None for its earliest offset.
     """
 
-    __slots__ = ("_done", "_order", "_released", "committed", "emitted_offset", "next_offset")
+    __slots__ = (
+        "_done",
+        "_order",
+        "_released",
+        "committed",
+        "emitted_offset",
+        "next_offset",
+        "start",
+    )
 
     def __init__(self, committed: int | None = None, next_offset: int | None = None) -> None:
         self.committed = committed
         self.next_offset = next_offset
+        self.start = next_offset
         self.emitted_offset: int | None = None
         #: Offsets handled and not yet below the commit point, ascending.
         self._order: deque[int] = deque()
@@ -99,6 +110,7 @@ class PartitionOffsets:
         return {name: getattr(self, name) for name in self.__slots__}
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        self.start = None  # a snapshot taken before the start was kept
         for name, value in state.items():
             setattr(self, name, value)
 
@@ -110,13 +122,26 @@ class PartitionOffsets:
 
 
 def offset_metrics(
-    consumer: Any, partitions: Iterable[tuple[str, int]], offsets: Mapping[Tp, PartitionOffsets]
+    consumer: Any,
+    partitions: Iterable[tuple[str, int]],
+    offsets: Mapping[Tp, PartitionOffsets],
+    listed: Mapping[Tp, tuple[int, int]] | None = None,
 ) -> dict[str, float]:
     """Storm's ``kafkaOffset`` metrics of ``partitions``: per partition
     ``<topic>/partition_<p>/latestTimeOffset`` (the end, from the high watermark of the
     consumer's last fetch), ``/latestCompletedOffset`` (committed),
-    ``/latestEmittedOffset`` and ``/spoutLag`` (end - committed); per topic
-    ``<topic>/totalSpoutLag``. A figure not known yet is left out."""
+    ``/latestEmittedOffset`` and ``/spoutLag`` (end - committed, or end - where the
+    task started it before its first commit: the committed offset it found, the end
+    for the ``latest`` strategies, else the log's start); per topic
+    ``<topic>/totalSpoutLag``. A figure not known yet is left out.
+
+    Args:
+        consumer: the task's consumer (its fetches' watermarks are read, no request).
+        partitions: the partitions the task reads.
+        offsets: their offsets.
+        listed: ``(start, end)`` of partitions asked of the broker, used for those not
+            fetched yet.
+    """
     confluent = kafka()
     values: dict[str, float] = {}
     for tp in partitions:
@@ -125,11 +150,13 @@ def offset_metrics(
             continue
         prefix = f"{tp[0]}/partition_{tp[1]}"
         try:
-            _, high = consumer.get_watermark_offsets(
+            low, high = consumer.get_watermark_offsets(
                 confluent.TopicPartition(tp[0], tp[1]), cached=True
             )
         except confluent.KafkaException:
-            high = -1
+            low, high = -1, -1
+        if (high is None or high < 0) and listed is not None and tp in listed:
+            low, high = listed[tp]
         known = high is not None and high >= 0
         if known:
             values[f"{prefix}/latestTimeOffset"] = high
@@ -137,8 +164,11 @@ def offset_metrics(
             values[f"{prefix}/latestCompletedOffset"] = state.committed
         if state.emitted_offset is not None:
             values[f"{prefix}/latestEmittedOffset"] = state.emitted_offset
-        if known and state.committed is not None:
-            lag = max(high - state.committed, 0)
+        base = state.committed
+        if base is None:
+            base = state.start if state.start is not None else low
+        if known and base is not None and base >= 0:
+            lag = max(high - base, 0)
             values[f"{prefix}/spoutLag"] = lag
             total = f"{tp[0]}/totalSpoutLag"
             values[total] = values.get(total, 0) + lag

@@ -230,6 +230,11 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         "_paused",
         "_outage",
         "_amo_waiting",
+        "_suspect",
+        "_last",
+        "_admin",
+        "_missing",
+        "_listed",
     )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -287,6 +292,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         self._replayed = 0
         self._exhausted = 0
         self._vanished: set[str] = set()
+        self._topic_ids = {}
         self._reported: dict[str, float] = {}
         self._metrics = {}
         self._refresh_at = 0.0
@@ -310,6 +316,11 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         self._commits = Commits()
         self._paused: set[Tp] = set()
         self._outage = Outage(self._label, self.bootstrap_servers)
+        self._suspect = set()
+        self._last = {}
+        self._admin = None
+        self._missing = {}
+        self._listed = {}
 
     def next_tuple(self) -> None:
         """Emit one tuple: a failed record whose retry is due first, else the next
@@ -404,8 +415,8 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             return False
         tp = (message.topic(), message.partition())
         state = self._parts.get(tp)
-        paused = self._paused
-        if state is None or (paused and tp in paused):
+        paused, suspect = self._paused, self._suspect
+        if state is None or (paused and tp in paused) or (suspect and tp in suspect):
             return False
         offset = message.offset()
         start = state.next_offset
@@ -415,6 +426,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         if tracking and state.uncommitted() >= self._max_uncommitted:
             self._pause(tp, state)
             return False
+        self._last[tp] = message
         try:
             read = self._read(message)
         except MalformedRecordError as error:
@@ -494,6 +506,13 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             self._stash = []
         if self._errors or self._commits.confirmed:
             self._settle_callbacks()
+        if self._suspect:  # held since an outage: read again once checked
+            suspect = self._suspect
+            messages = [
+                m
+                for m in messages
+                if m.error() is not None or (m.topic(), m.partition()) not in suspect
+            ]
         if not messages:
             return
         if self._outage.failures:
@@ -514,7 +533,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         confluent = kafka()
         for tp in self._assigned:
             state = self._parts.get(tp)
-            if state is None or tp in self._paused:
+            if state is None or tp in self._paused or tp in self._suspect:
                 continue
             try:
                 low, high = consumer.get_watermark_offsets(
@@ -595,6 +614,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             errors, self._errors = self._errors, []
             for error in errors:
                 if is_unreachable(error):
+                    self._doubt()
                     if self._outage.ready():
                         self._unreachable(one_line(error))
                 elif error.fatal():
@@ -625,6 +645,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         ):
             self._restart_partition(tp, f"offset out of range ({one_line(error)})")
         elif is_unreachable(error):
+            self._doubt()
             if self._outage.ready():
                 self._unreachable(one_line(error))
         else:
@@ -676,6 +697,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         """Report that the broker cannot be reached and start (or go on with) the
         back-off."""
         error = cause if isinstance(cause, BaseException) else ConnectionError(str(cause))
+        self._doubt()
         self.collector.report_error(self._outage.failed(error))
 
     def _report_once(self, text: str) -> None:
@@ -715,7 +737,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         offsets = []
         for tp in partitions:
             state = self._parts.get(tp)
-            if state is None or tp in self._commits.sending:
+            if state is None or tp in self._commits.sending or tp in self._suspect:
                 continue
             point = state.to_commit()
             if point is None:
@@ -738,7 +760,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             "in_flight": len(self._in_flight),
         }
         if self._consumer is not None:
-            values.update(offset_metrics(self._consumer, self._assigned, self._parts))
+            values.update(offset_metrics(self._consumer, self._assigned, self._parts, self._listed))
         self._metrics = values
 
 

@@ -1,8 +1,10 @@
 """The partitions of a ``KafkaSpout`` task over their life: taken when they appear
 (positioned by the first-poll strategy, or at a restored snapshot's position), given up
 when they go (a topic deleted, or another task's after the list changed), and started
-again when their log was made anew (the end fell behind the task's position, or the
-offset is out of range).
+again when their log was made anew (the end fell behind the task's position, the
+offset is out of range, or, checked after the broker could not be reached, the log is
+not the one the task was reading: see :mod:`~squall.connectors.kafka.logcheck`). Named
+topics that do not exist are reported with the connectors' back-off until they do.
 
 A mixin of :class:`~squall.connectors.kafka.spout.KafkaSpout`; its methods run on the
 spout task's thread, inside ``next_tuple``.
@@ -24,6 +26,14 @@ from squall.connectors.kafka.client import (
     one_line,
 )
 from squall.connectors.kafka.commits import Commits
+from squall.connectors.kafka.logcheck import (
+    admin_config,
+    committed_lost,
+    end_before,
+    probe,
+    record_changed,
+    topic_ids,
+)
 from squall.connectors.kafka.offsets import PartitionOffsets
 from squall.connectors.kafka.positions import END, start_of
 from squall.connectors.kafka.retry import RetrySchedule
@@ -60,9 +70,23 @@ class SpoutPartitions:
     _replay: deque[MsgId]
     _retries: RetrySchedule
     _buffer: deque[Any]
+    _stash: list[Any]
+    _amo_waiting: list[Any]
     _commits: Commits
     _outage: Outage
     _refresh_at: float
+    #: Partitions held since the broker could not be reached: nothing of theirs is
+    #: emitted or committed until their log is checked (:meth:`_confirm_logs`).
+    _suspect: set[Tp]
+    #: Partition -> the last record handled (compared after an outage).
+    _last: dict[Tp, Any]
+    #: Topic -> its id when first taken (brokers that give ids).
+    _topic_ids: dict[str, str]
+    _admin: Any
+    #: Named topic that does not exist -> the back-off of its reports.
+    _missing: dict[str, Outage]
+    #: Partition not fetched yet -> its ``(start, end)`` asked of the broker (metrics).
+    _listed: dict[Tp, tuple[int, int]]
 
     # Methods the spout provides, declared for the type checker only.
     if TYPE_CHECKING:
@@ -110,8 +134,14 @@ class SpoutPartitions:
                 [confluent.TopicPartition(t, p, starts[(t, p)]) for t, p in new]
             )
             self._assigned.extend(new)
+            self._remember_ids({tp[0] for tp in new})
         self._outage.recovered()
+        if self._selection.pattern is None:
+            self._report_missing(topics, now)
+        if self._suspect and not self._confirm_logs():
+            return
         self._check_ends()
+        self._list_unfetched()
 
     def _give_up(self, gone: list[Tp], topics: set[str]) -> None:
         """Stop reading ``gone``: commit what is done first (if their topic still
@@ -145,6 +175,9 @@ class SpoutPartitions:
         """Drop a partition's offsets, records in flight and retries."""
         self._parts.pop(tp, None)
         self._paused.discard(tp)
+        self._suspect.discard(tp)
+        self._last.pop(tp, None)
+        self._listed.pop(tp, None)
         self._commits.forget(tp)
 
         def other(msg_id: MsgId) -> bool:
@@ -252,17 +285,188 @@ class SpoutPartitions:
         self._buffer = deque(
             m for m in self._buffer if (m.topic(), m.partition()) != tp or m.error() is not None
         )
-        try:
-            self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], start))
-        except confluent.KafkaException:
-            self._consumer.incremental_unassign([confluent.TopicPartition(tp[0], tp[1])])
-            self._consumer.incremental_assign([confluent.TopicPartition(tp[0], tp[1], start)])
+        self._seek(tp, start)
         self.collector.report_error(
             ConnectorError(
                 f"{self._label}: partition {tp[0]}/{tp[1]}: {why}; reading it again from "
                 f"{self._reset_name()}"
             )
         )
+
+    def _seek(self, tp: Tp, offset: int) -> None:
+        """Read ``tp`` on from ``offset`` (assigned again if the client cannot seek it
+        yet)."""
+        confluent = kafka()
+        try:
+            self._consumer.seek(confluent.TopicPartition(tp[0], tp[1], offset))
+        except confluent.KafkaException:
+            self._consumer.incremental_unassign([confluent.TopicPartition(tp[0], tp[1])])
+            self._consumer.incremental_assign([confluent.TopicPartition(tp[0], tp[1], offset)])
+
+    def _list_unfetched(self) -> None:
+        """Ask the broker the start and end of the partitions the client has not
+        fetched yet, so that the lag counts their records (see ``offset_metrics``)."""
+        confluent = kafka()
+        listed: dict[Tp, tuple[int, int]] = {}
+        for tp in self._assigned:
+            partition = confluent.TopicPartition(tp[0], tp[1])
+            try:
+                _, high = self._consumer.get_watermark_offsets(partition, cached=True)
+                if high is not None and high >= 0:
+                    continue
+                low, high = self._lister.get_watermark_offsets(partition, timeout=self._wait())
+            except confluent.KafkaException:
+                continue
+            listed[tp] = (low, high)
+        self._listed = listed
+
+    # --- a log made anew while the broker was away --------------------------------------
+
+    def _doubt(self) -> None:
+        """The broker could not be reached: hold every partition read (nothing of
+        theirs is emitted or committed, records read are dropped and read again) until
+        the next listing checks their logs. Runs where the failure is seen."""
+        if not self._assigned:
+            return
+        suspect = self._suspect
+        suspect.update(self._assigned)
+        self._refresh_at = 0.0
+
+        def kept(message: Any) -> bool:
+            return message.error() is not None or (message.topic(), message.partition()) not in (
+                suspect
+            )
+
+        if self._buffer:
+            self._buffer = deque(m for m in self._buffer if kept(m))
+        self._stash = [m for m in self._stash if kept(m)]
+        self._amo_waiting = [m for m in self._amo_waiting if kept(m)]
+
+    def _confirm_logs(self) -> bool:
+        """Check the held partitions' logs against what the task saw: a partition whose
+        log is a new one starts again at the strategy's reset point (reported); the
+        others read on from their positions. False if the broker did not answer (they
+        stay held, the back-off goes on)."""
+        confluent = kafka()
+        held = [tp for tp in self._assigned if tp in self._suspect]
+        try:
+            changes = self._log_changes(held)
+        except confluent.KafkaException as error:
+            self._unreachable(one_line(error))
+            return False
+        for tp in held:
+            self._suspect.discard(tp)
+            why = changes.get(tp)
+            if why is not None:
+                self._restart_partition(tp, f"its log is not the one the spout read ({why})")
+                continue
+            state = self._parts.get(tp)
+            if state is not None and state.next_offset is not None:
+                self._seek(tp, state.next_offset)
+            elif state is not None:
+                self._seek(tp, confluent.OFFSET_BEGINNING)
+        self._suspect.difference_update(held)
+        return True
+
+    def _log_changes(self, held: list[Tp]) -> dict[Tp, str]:
+        """Why each of ``held`` holds a new log (partitions without a reason left out):
+        a topic id changed, the group's committed offset below one the broker confirmed,
+        or the record at the task's position gone or different.
+
+        Raises:
+            KafkaException: the broker did not answer in time.
+        """
+        confluent = kafka()
+        changes: dict[Tp, str] = {}
+        if not held:
+            return changes
+        known = {tp[0] for tp in held if tp[0] in self._topic_ids}
+        if known:
+            now_ids = topic_ids(self._admin_client(), known, self._wait())
+            for tp in held:
+                before, after = self._topic_ids.get(tp[0]), now_ids.get(tp[0])
+                if before is not None and after is not None and before != after:
+                    changes[tp] = f"the topic's id is {after}, not {before}"
+        found = self._consumer.committed(
+            [confluent.TopicPartition(t, p) for t, p in held], timeout=self._wait()
+        )
+        for entry in found:
+            tp = (entry.topic, entry.partition)
+            state = self._parts.get(tp)
+            if tp in changes or state is None or state.committed is None:
+                continue
+            why = committed_lost(entry.offset, state.committed)
+            if why is not None:
+                changes[tp] = why
+        offsets: dict[Tp, int] = {}
+        for tp in held:
+            state = self._parts.get(tp)
+            if tp in changes or state is None or not state.next_offset:
+                continue
+            last = self._last.get(tp)
+            offsets[tp] = last.offset() if last is not None else state.next_offset - 1
+        answers = probe(self._client_conf(), offsets, self._wait())
+        for tp, answer in answers.items():
+            last = self._last.get(tp)
+            if last is not None and last.offset() == offsets[tp]:
+                low = None
+                if answer[0] == "out of range":
+                    low, _ = self._lister.get_watermark_offsets(
+                        confluent.TopicPartition(tp[0], tp[1]), timeout=self._wait()
+                    )
+                why = record_changed(last, answer, low)
+            else:
+                why = end_before(answer, offsets[tp] + 1)
+            if why is not None:
+                changes[tp] = why
+        return changes
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            kafka()
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(admin_config(self._client_conf()))
+        return self._admin
+
+    def _remember_ids(self, topics: set[str]) -> None:
+        """Keep the ids of ``topics`` not known yet (the broker gives none: nothing)."""
+        unknown = {topic for topic in topics if topic not in self._topic_ids}
+        if not unknown:
+            return
+        try:
+            self._topic_ids.update(topic_ids(self._admin_client(), unknown, self._wait()))
+        except kafka().KafkaException:
+            return  # compared by the other checks only
+
+    # --- named topics that do not exist -----------------------------------------------
+
+    def _report_missing(self, topics: set[str], now: float) -> None:
+        """Report each named topic that does not exist, with the connectors' back-off,
+        until it does; list again when the next report is due."""
+        for name in self._selection.names:
+            backoff = self._missing.get(name)
+            if name in topics:
+                self._missing.pop(name, None)
+                continue
+            if backoff is None:
+                backoff = self._missing[name] = Outage(self._label, self.bootstrap_servers)
+            if not backoff.ready():
+                continue
+            backoff.failed(LookupError(name))
+            wait = backoff.wait_ms() / 1000.0
+            if backoff.failures == 1 and name in self._vanished:
+                continue  # reported as gone just now
+            self.collector.report_error(
+                ConnectorError(
+                    f"{self._label}: topic {name!r} does not exist on {self.bootstrap_servers} "
+                    f"(attempt {backoff.failures}; checking again in {wait:.3g} s); it is "
+                    f"read once it exists"
+                )
+            )
+        if self._missing:
+            soonest = min(backoff.wait_ms() for backoff in self._missing.values()) / 1000.0
+            self._refresh_at = min(self._refresh_at, now + soonest)
 
 
 __all__ = ["InFlight", "SpoutPartitions"]
