@@ -71,12 +71,15 @@ class LoadedTopology:
         source: where it was found, as ``FILE.py:NAME``.
         conf: the file's base configuration (its ``conf``/``CONF`` dict, or empty).
         default_name: the name to run it under unless told otherwise (the file's stem).
+        show: the file's ``show``: the ``COMPONENT[:STREAM]`` whose last tuples
+            ``squall run`` shows unless ``--show`` is given (empty: none).
     """
 
     topology: StormTopology
     source: str
     conf: dict[str, Any]
     default_name: str
+    show: tuple[str, ...] = ()
 
 
 def load_module(path: Path) -> ModuleType:
@@ -134,7 +137,35 @@ def load_topology(target: TopologyTarget) -> LoadedTopology:
         )
     topology = _resolve(getattr(module, name), name, target.path)
     return LoadedTopology(
-        topology, f"{target.path.name}:{name}", find_conf(module), target.default_topology_name
+        topology,
+        f"{target.path.name}:{name}",
+        find_conf(module),
+        target.default_topology_name,
+        find_show(module),
+    )
+
+
+#: The module-level name of what ``squall run`` shows by default.
+SHOW_NAME = "show"
+
+
+def find_show(module: ModuleType) -> tuple[str, ...]:
+    """The module's ``show``: a ``COMPONENT[:STREAM]`` string or a list of them (empty
+    without one). A function, class or module of that name is not one and is ignored.
+
+    Raises:
+        TopologyLoadError: ``show`` is neither a string nor a list of strings.
+    """
+    value = getattr(module, SHOW_NAME, None)
+    if value is None or callable(value) or isinstance(value, ModuleType):
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise TopologyLoadError(
+        f"module-level {SHOW_NAME!r} must be a component id (COMPONENT or COMPONENT:STREAM) "
+        f"or a list of them, got {value!r}"
     )
 
 

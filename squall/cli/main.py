@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 import squall
 from squall.cli.control import COMMANDS as CONTROL_COMMANDS
@@ -30,9 +30,11 @@ from squall.cli.loader import (
     parse_conf_options,
 )
 from squall.cli.running import RunOptions, failed, run_topology, squall_logging
+from squall.cli.shown import DEFAULT_LAST, ShownEmits, ShowTarget, check_targets
 from squall.local.cluster import LocalCluster
-from squall.model.config import check_config_keys, effective_config
+from squall.model.config import Config, check_config_keys, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
+from squall.model.topology import StormTopology
 from squall.runtime.cluster import Cluster
 from squall.runtime.metrics import TopologyInfo
 from squall.runtime.plan import build_plan
@@ -305,6 +307,23 @@ def _spark_only(engine: str, **options: Any) -> None:
     "spark.executor.memory=2g; it wins over squall's defaults and spark-defaults.conf.",
 )
 @click.option(
+    "--show",
+    "show_options",
+    multiple=True,
+    metavar="COMPONENT[:STREAM]",
+    help="Show, under the final metrics, the last tuples COMPONENT emitted (on STREAM "
+    "only, if given), with how many it emitted (repeatable). Local engine only; its "
+    "workers then run as threads of this process.  [default: the file's `show`]",
+)
+@click.option(
+    "--show-last",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LAST,
+    show_default=True,
+    metavar="N",
+    help="How many of the last tuples --show shows per component and stream.",
+)
+@click.option(
     "--ui",
     is_flag=True,
     help="Serve the web UI and REST API while the topology runs (its URL is printed); "
@@ -381,6 +400,8 @@ def run(
     checkpoint: str | None,
     fresh: bool,
     spark_conf_options: tuple[str, ...],
+    show_options: tuple[str, ...],
+    show_last: int,
     ui: bool,
     ui_port: int,
     ui_host: str,
@@ -438,6 +459,12 @@ def run(
             ui_allowed_hosts,
             ui_allow_unauthenticated_remote,
         )
+        shown = _shown(show_options, loaded.show, loaded.topology, conf, engine, show_last)
+        order = loaded.topology.component_ids()
+
+        def final(info: TopologyInfo) -> RenderableType:
+            return summary_view(info, order, shown.view() if shown is not None else None)
+
         with (
             squall_logging(console, verbose),
             spark_scratch(engine, master, spark_conf) as settings,
@@ -452,9 +479,16 @@ def run(
             ),
         ):
             info = run_topology(
-                cluster, topology_name, conf, loaded.topology, options, console, loaded.source
+                cluster,
+                topology_name,
+                conf,
+                loaded.topology,
+                options,
+                console,
+                loaded.source,
+                final,
+                shown,
             )
-    console.print(summary_view(info, loaded.topology.component_ids()))
     if failed(info):
         reason = (info.spark.failure if info.spark else None) or "no reason given"
         click.echo(f"Topology {topology_name!r} failed: {reason}", err=True)
@@ -462,6 +496,51 @@ def run(
     if fail_on_error and had_errors(info):
         click.echo("Errors were reported during the run: exit code 1 (--fail-on-error).", err=True)
         click.get_current_context().exit(1)
+
+
+def _shown(
+    options: tuple[str, ...],
+    default: tuple[str, ...],
+    topology: StormTopology,
+    conf: dict[str, Any],
+    engine: str,
+    last: int,
+) -> ShownEmits | None:
+    """The emit listener showing the last tuples of ``--show``'s components, else of
+    the file's ``show`` (None: nothing to show).
+
+    The file's ``show`` is left out where the run cannot show it (on Spark, whose tasks
+    run in other processes; with ``topology.worker.kind = "process"``), as it is only a
+    default; ``--show`` there is a usage error.
+
+    Raises:
+        click.BadParameter: a ``--show`` (or the file's ``show``) that is not
+            ``COMPONENT[:STREAM]`` or names no user component or stream of the topology.
+        click.UsageError: ``--show`` where it cannot be shown.
+    """
+    given = bool(options)
+    texts = options or default
+    if not texts:
+        return None
+    processes = conf.get(Config.TOPOLOGY_WORKER_KIND) == "process"
+    if engine == "spark" or processes:
+        if not given:
+            return None
+        where = (
+            "--engine spark"
+            if engine == "spark"
+            else 'topology.worker.kind = "process" (worker threads are needed)'
+        )
+        raise click.UsageError(f"--show applies to the local engine only, not with {where}")
+    hint = "'--show'" if given else "the file's 'show'"
+    try:
+        targets = [ShowTarget.parse(text) for text in texts]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+    problems = check_targets(targets, topology)
+    if problems:
+        raise click.BadParameter("; ".join(problems), param_hint=hint)
+    return ShownEmits(targets, topology, last)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.logging import RichHandler
 
 from squall.cli.display import live_view
+from squall.cli.shown import EmitListener
 from squall.model.config import ConfigWarning
 from squall.model.errors import SquallError
 from squall.model.topology import StormTopology
@@ -85,9 +86,18 @@ def run_topology(
     options: RunOptions,
     console: Console,
     source: str = "",
+    final: Callable[[TopologyInfo], RenderableType] | None = None,
+    emit_listener: EmitListener | None = None,
 ) -> TopologyInfo:
     """Submit ``topology``, watch it for ``options.seconds`` (or until it is idle, with
     ``options.until_idle``), then stop it.
+
+    Runs on the command's thread. On a terminal (with ``options.live``) a live table is
+    redrawn every ``options.refresh_secs`` while the topology runs, and ``final(info)``
+    (the summary) takes its place at the end: one table stays on the screen, whatever
+    the terminal's height. Elsewhere ``final(info)`` is printed once the run is over.
+    ``emit_listener`` is passed to the engine's ``submit_topology`` (it sees every
+    emit of a user component).
 
     Once the topology has started, a line saying what runs (``source``, the name, where:
     the Spark session's resources such as its cores, or the workers) and for how long
@@ -107,9 +117,14 @@ def run_topology(
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfigWarning)  # the command reported them already
+        extra: dict[str, Any] = {}
         if options.fresh:  # SparkCluster's (squall run refuses --fresh on the local engine)
+            extra["fresh"] = True
+        if emit_listener is not None:
+            extra["emit_listener"] = emit_listener
+        if extra:
             submit: Callable[..., None] = cluster.submit_topology
-            submit(name, conf, topology, fresh=True)
+            submit(name, conf, topology, **extra)
         else:
             cluster.submit_topology(name, conf, topology)
     started = cluster.get_topology_info(name)
@@ -129,14 +144,59 @@ def run_topology(
             markup=False,
         )
     seen = _Seen(started)
-    try:
-        _watch(cluster, name, options, console, seen)
-    except KeyboardInterrupt:
-        console.print("[yellow]Interrupted: stopping the topology.[/yellow]")
-    if _gone(cluster, name):
-        console.print(f"Topology {name!r} was killed while it ran.", markup=False)
-        return replace(seen.info, status="KILLED")
-    return _stop(cluster, name, options.drain_secs, console)
+    live = options.live and console.is_terminal
+    order = cluster.get_topology(name).component_ids() if live else []
+    with _Display(console, live, live_view(seen.info, order=order)) as display:
+        try:
+            _watch(cluster, name, options, display, order, seen)
+        except KeyboardInterrupt:
+            console.print("[yellow]Interrupted: stopping the topology.[/yellow]")
+        if _gone(cluster, name):
+            console.print(f"Topology {name!r} was killed while it ran.", markup=False)
+            info = replace(seen.info, status="KILLED")
+        else:
+            info = _stop(cluster, name, options.drain_secs, console)
+        if final is not None:
+            display.finish(final(info))
+    return info
+
+
+class _Display:
+    """Where the run's figures go: a rich ``Live`` display on a terminal, else nowhere
+    until :meth:`finish` prints the summary.
+
+    Used on the command's thread. The live display is not transient: its last frame is
+    the summary given to :meth:`finish`, drawn in place of the live table, so the
+    table shown while running never stays on the screen above the final one (a
+    transient display cannot erase lines that scrolled off a short terminal).
+    """
+
+    def __init__(self, console: Console, live: bool, first: RenderableType) -> None:
+        self.console = console
+        self.live = (
+            Live(first, console=console, auto_refresh=False, transient=False) if live else None
+        )
+
+    def __enter__(self) -> _Display:
+        if self.live is not None:
+            self.live.start(refresh=True)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def update(self, renderable: RenderableType) -> None:
+        """Redraw the live table (nothing without a terminal)."""
+        if self.live is not None:
+            self.live.update(renderable, refresh=True)
+
+    def finish(self, summary: RenderableType) -> None:
+        """Show ``summary``: in place of the live table, else printed."""
+        if self.live is not None:
+            self.live.update(summary, refresh=True)
+        else:
+            self.console.print(summary)
 
 
 def _where(info: TopologyInfo) -> str:
@@ -159,7 +219,14 @@ def _gone(cluster: Cluster, name: str) -> bool:
     return name not in cluster.topology_names()
 
 
-def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console, seen: _Seen) -> None:
+def _watch(
+    cluster: Cluster,
+    name: str,
+    options: RunOptions,
+    display: _Display,
+    order: list[str],
+    seen: _Seen,
+) -> None:
     deadline = time.monotonic() + options.seconds if options.seconds > 0 else None
 
     def remaining() -> float:
@@ -183,25 +250,16 @@ def _watch(cluster: Cluster, name: str, options: RunOptions, console: Console, s
             raise
         return seen.info
 
+    step = options.refresh_secs if display.live is not None else 0.5
     try:
-        if not (options.live and console.is_terminal):
-            while remaining() > 0:
-                idle = wait(0.5)
-                info = look()
-                if idle or info is None or failed(info):
-                    return
-            return
-        order = cluster.get_topology(name).component_ids()
-        table = live_view(seen.info, order=order)
-        with Live(table, console=console, auto_refresh=False, transient=True) as view:
-            while remaining() > 0:
-                idle = wait(options.refresh_secs)
-                info = look()
-                if info is None:
-                    return
-                view.update(live_view(info, order=order), refresh=True)
-                if idle or failed(info):
-                    return
+        while remaining() > 0:
+            idle = wait(step)
+            info = look()
+            if info is None:
+                return
+            display.update(live_view(info, order=order))
+            if idle or failed(info):
+                return
     except SquallError:
         if not _gone(cluster, name):
             raise

@@ -1,0 +1,201 @@
+"""``squall run --show`` and a file's ``show``: the last tuples a component emitted,
+printed under the final metrics, exactly."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from squall.cli.main import main
+
+NUMBERS = """
+from squall import BasicBolt, Spout, TopologyBuilder
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def open(self, conf, context, collector):
+        self.collector = collector
+        self.next_number = 1
+
+    def next_tuple(self):
+        if self.next_number <= 20:
+            self.collector.emit([self.next_number], msg_id=self.next_number)
+            self.next_number += 1
+
+    def is_exhausted(self):
+        return self.next_number > 20
+
+
+class Router(BasicBolt):
+    def declare_output_fields(self, declarer):
+        declarer.declare_stream("even", ["n", "double"])
+        declarer.declare_stream("odd", ["n", "triple"])
+
+    def execute(self, tup, collector):
+        n = tup["n"]
+        if n % 2:
+            collector.emit([n, 3 * n], stream="odd")
+        else:
+            collector.emit([n, 2 * n], stream="even")
+
+
+class Quiet(BasicBolt):
+    def execute(self, tup, collector):
+        pass
+
+
+def build_topology():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Numbers())
+    builder.set_bolt("router", Router()).shuffle_grouping("numbers")
+    builder.set_bolt("quiet", Quiet()).shuffle_grouping("router", "even")
+    return builder.create_topology()
+"""
+
+
+def invoke(*args: str) -> Result:
+    env = {"COLUMNS": "200", "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def numbers_file(tmp_path: Path, extra: str = "") -> str:
+    path = tmp_path / "numbers.py"
+    path.write_text(textwrap.dedent(NUMBERS) + extra, encoding="utf-8")
+    return str(path)
+
+
+def run(path: str, *options: str) -> Result:
+    return invoke("run", path, "--until-idle", "--seconds", "60", "--drain", "5", *options)
+
+
+def shown_lines(output: str) -> list[str]:
+    """The lines between the final metrics' caption and the closing line."""
+    lines = output.rstrip().splitlines()
+    start = max(i for i, line in enumerate(lines) if "tuple(s) queued" in line) + 1
+    return [line.rstrip() for line in lines[start:-1]]
+
+
+def test_show_prints_the_last_tuples_of_each_stream_with_their_count(tmp_path: Path) -> None:
+    result = run(numbers_file(tmp_path), "--show", "router", "--show-last", "3")
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == [
+        "router emitted 10 tuples on stream even; the last 3:",
+        "  [16, 32]",
+        "  [18, 36]",
+        "  [20, 40]",
+        "router emitted 10 tuples on stream odd; the last 3:",
+        "  [15, 45]",
+        "  [17, 51]",
+        "  [19, 57]",
+    ]
+    assert result.output.rstrip().splitlines()[-1] == "no errors"
+
+
+def test_show_one_stream_and_several_components(tmp_path: Path) -> None:
+    result = run(
+        numbers_file(tmp_path), "--show", "router:odd", "--show", "quiet", "--show", "numbers"
+    )
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == [
+        "router emitted 10 tuples on stream odd:",
+        *[f"  [{n}, {3 * n}]" for n in range(1, 20, 2)],
+        "quiet emitted no tuples",
+        "numbers emitted 20 tuples on stream default; the last 10:",
+        *[f"  [{n}]" for n in range(11, 21)],
+    ]
+
+
+def test_the_files_show_is_the_default_and_show_replaces_it(tmp_path: Path) -> None:
+    path = numbers_file(tmp_path, '\nshow = "router:even"\n')
+    result = run(path, "--show-last", "2")
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == [
+        "router emitted 10 tuples on stream even; the last 2:",
+        "  [18, 36]",
+        "  [20, 40]",
+    ]
+    replaced = run(path, "--show", "numbers", "--show-last", "1")
+    assert shown_lines(replaced.output) == [
+        "numbers emitted 20 tuples on stream default; the last 1:",
+        "  [20]",
+    ]
+
+
+def test_show_works_with_several_workers(tmp_path: Path) -> None:
+    result = run(numbers_file(tmp_path), "--show", "router:even", "--conf", "topology.workers=2")
+    assert result.exit_code == 0, result.output
+    lines = shown_lines(result.output)
+    assert lines[0] == "router emitted 10 tuples on stream even:"
+    assert sorted(lines[1:]) == sorted(f"  [{n}, {2 * n}]" for n in range(2, 21, 2))
+
+
+def test_without_show_nothing_is_shown(tmp_path: Path) -> None:
+    result = run(numbers_file(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == []
+
+
+@pytest.mark.parametrize(
+    ("show", "message"),
+    [
+        (
+            "nope",
+            "Invalid value for '--show': 'nope' is not a component of the topology "
+            "(its components: numbers, router, quiet)",
+        ),
+        (
+            "router:default",
+            "Invalid value for '--show': component 'router' declares no stream 'default' "
+            "(its streams: even, odd)",
+        ),
+        ("__acker", "Invalid value for '--show': '__acker' is a system component"),
+        ("router:", "Invalid value for '--show': 'router:' is not COMPONENT or COMPONENT:STREAM"),
+    ],
+)
+def test_show_names_what_is_wrong(tmp_path: Path, show: str, message: str) -> None:
+    result = run(numbers_file(tmp_path), "--show", show)
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_a_files_show_of_the_wrong_type_is_an_error(tmp_path: Path) -> None:
+    result = run(numbers_file(tmp_path, "\nshow = 3\n"))
+    assert result.exit_code == 1
+    assert (
+        "Error: module-level 'show' must be a component id (COMPONENT or COMPONENT:STREAM) "
+        "or a list of them, got 3"
+    ) in result.output
+
+
+def test_a_function_named_show_is_not_a_default(tmp_path: Path) -> None:
+    result = run(numbers_file(tmp_path, "\ndef show():\n    pass\n"))
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == []
+
+
+def test_show_is_refused_where_it_cannot_watch_the_emits(tmp_path: Path) -> None:
+    path = numbers_file(tmp_path)
+    spark = invoke("run", path, "--engine", "spark", "--show", "router")
+    assert spark.exit_code == 2
+    assert "--show applies to the local engine only, not with --engine spark" in spark.output
+    processes = run(path, "--show", "router", "--conf", 'topology.worker.kind="process"')
+    assert processes.exit_code == 2
+    assert (
+        '--show applies to the local engine only, not with topology.worker.kind = "process"'
+        in " ".join(processes.output.split())
+    )
+    # The file's show is a default: left out where it cannot be shown.
+    default = run(
+        numbers_file(tmp_path, '\nshow = "router"\n'),
+        "--conf",
+        'topology.worker.kind="process"',
+        "--conf",
+        "topology.workers=2",
+    )
+    assert default.exit_code == 0, default.output
+    assert shown_lines(default.output) == []
