@@ -2,14 +2,13 @@
 
 Each example is run with a finite input until the topology is idle; every emit is
 recorded through ``emit_listener`` and checked against results computed independently.
-The last tests execute the Python code blocks of README.md and docs/*.md.
+The Python code blocks of README.md and docs/*.md run in tests/test_docs_blocks.py.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.util
-import re
 import sys
 import threading
 from collections import Counter, defaultdict
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 
 from squall import LocalCluster, StormTopology, TopologyInfo
-from tests.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -204,39 +202,3 @@ def test_examples_define_a_deep_copyable_topology(name: str) -> None:
     for spec in topology:
         copy.deepcopy(spec.component)
     assert load_example(name).__doc__
-
-
-# --- code blocks in the documentation -------------------------------------------------
-
-# docs/spark.md shows Spark sessions as text: tests/test_spark_trident.py runs them
-# (starting Spark inside these tests would cost a session start per page).
-DOCUMENTS = [
-    path
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    if path.name != "spark.md"
-]
-_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
-def test_python_blocks_in_documentation_run(
-    document: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> None:
-    """Every ```python block of a page runs, in order, in one namespace per page."""
-    blocks = _BLOCK.findall(document.read_text(encoding="utf-8"))
-    assert blocks, f"{document.name} has no python block to run"
-    if document.name == "connectors.md":  # its blocks need Redis, PostgreSQL and Kafka
-        redis_server = RedisServer().start()
-        request.addfinalizer(redis_server.stop)
-        postgres = request.getfixturevalue("postgres_server")
-        monkeypatch.setenv("REDIS_URL", redis_server.url)
-        monkeypatch.setenv("POSTGRES_DSN", postgres.create_database("docs_connectors"))
-        monkeypatch.setenv("KAFKA_BOOTSTRAP", request.getfixturevalue("kafka_broker").bootstrap)
-    monkeypatch.chdir(ROOT)
-    monkeypatch.syspath_prepend(str(EXAMPLES))
-    module = ModuleType(f"doc_{document.stem.replace('-', '_')}")
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    namespace = module.__dict__
-    for number, block in enumerate(blocks, 1):
-        code = compile(block, f"{document.name} block {number}", "exec")
-        exec(code, namespace)
