@@ -29,7 +29,10 @@ they never hold the topology open.
 Configuration, from the environment: ``SHOP_REDIS_URL`` (default
 ``redis://127.0.0.1:6379/0``), ``SHOP_STREAM`` (default ``shop:actions``),
 ``SHOP_POSTGRES_DSN`` (default ``postgresql://127.0.0.1:5432/postgres``) and
-``SHOP_OUTPUT_DIR`` (default ``shop-output``). Run it, with the servers up::
+``SHOP_OUTPUT_DIR`` (default ``shop-output``). It needs Redis and PostgreSQL: on a
+machine without them, start throwaway ones in another terminal with
+``python examples/shop_activity_servers.py --redis 6379 --postgres 5432`` (until
+Ctrl-C; on other ports, paste the ``export`` lines it prints). Then run it::
 
     python examples/shop_activity_feed.py --actions 4000
     squall run examples/shop_activity.py --until-idle --seconds 120

