@@ -1,6 +1,6 @@
 """The build of squall's compiled core: the modules of the per-tuple path, compiled with
-mypyc into C extensions installed beside their sources (docs/performance.md, "The
-compiled core").
+mypyc into C extensions installed beside their sources (README.md and
+docs/architecture.md, "The compiled core"; bench/README.md for what it gains).
 
 ``SQUALL_PURE_PYTHON=1`` at install compiles nothing. A machine without a C compiler (or
 where compilation fails) gets the pure-Python form, and the build says so in one line.
