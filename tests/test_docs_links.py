@@ -9,15 +9,18 @@ For every page:
   heading of the target page, by GitHub's rules: the heading's text, lowercased, with
   punctuation dropped (hyphens and underscores kept) and spaces turned into hyphens; a
   repeated slug gets ``-1``, ``-2``, ...;
-* every repository path in a code span (``examples/...py``, ``docs/...md``,
-  ``squall/...py``, ``bench/...py``, ``tests/...py``) exists, relative to the
-  repository's root;
+* every repository path it cites, in prose, in a code span or in a code block
+  (``examples/...py``, ``docs/...md``, ``squall/...py``, ``bench/...md``,
+  ``tests/...py``), exists, relative to the repository's root, and so does every path
+  of the package cited without its ``squall/`` (``runtime/collectors.py``); setup.py and
+  pyproject.toml are held to the same;
 * every ``.md`` file name mentioned anywhere outside code blocks (in prose or in a code
   span) is a file of the repository: a path, relative to the page or to the root, or a
   bare name that some Markdown file of the repository has.
 
-Fenced code blocks are left out: their lines are code, not prose (a ``#`` comment there
-is no heading). Links to other sites (``https:``, ``mailto:``) are not followed.
+Apart from repository paths, fenced code blocks are left out: their lines are code, not
+prose (a ``#`` comment there is no heading). Links to other sites (``https:``,
+``mailto:``) are not followed.
 """
 
 from __future__ import annotations
@@ -44,6 +47,15 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 _REPO_PATH = re.compile(r"(?<![\w./-])((?:examples|docs|squall|bench|tests)/[\w./-]*\.(?:py|md))\b")
+#: The package's subpackages, as a page names them without ``squall/``.
+_SUBPACKAGES = sorted(
+    path.name for path in (ROOT / "squall").iterdir() if (path / "__init__.py").exists()
+)
+_PACKAGE_PATH = re.compile(
+    rf"(?<![\w./-])((?:{'|'.join(_SUBPACKAGES)})/[\w./-]*\.py)\b" if _SUBPACKAGES else r"(?!)"
+)
+#: Files other than pages whose citations of repository paths are checked.
+CITING_FILES = [ROOT / "setup.py", ROOT / "pyproject.toml"]
 _MD_NAME = re.compile(r"(?<![\w./-])((?:\.{1,2}/)*[\w-][\w.-]*(?:/[\w.-]+)*\.md)\b")
 
 
@@ -137,13 +149,21 @@ def broken_links(path: Path) -> list[str]:
 
 
 def missing_repository_paths(path: Path) -> list[str]:
-    """Repository paths in ``path``'s code spans that do not exist."""
-    return [
-        _where(path, Found(span.line, name))
-        for span in code_spans(path)
-        for name in _REPO_PATH.findall(span.text)
-        if not (ROOT / name).exists()
+    """Repository paths cited anywhere in ``path`` (prose, code spans, code blocks) that
+    do not exist: rooted ones (``docs/x.md``) and the package's without ``squall/``
+    (``runtime/x.py``)."""
+    text = path.read_text(encoding="utf-8")
+    missing = [
+        (match.start(), match[1])
+        for match in _REPO_PATH.finditer(text)
+        if not (ROOT / match[1]).exists()
     ]
+    missing += [
+        (match.start(), match[1])
+        for match in _PACKAGE_PATH.finditer(text)
+        if not (ROOT / "squall" / match[1]).exists()
+    ]
+    return [_where(path, Found(_line(text, start), name)) for start, name in sorted(missing)]
 
 
 def _is_repository_md(path: Path, name: str) -> bool:
@@ -172,8 +192,8 @@ def test_links_reach_existing_files_and_headings(page: Path) -> None:
     assert broken_links(page) == []
 
 
-@pytest.mark.parametrize("page", DOCUMENTS, ids=_page)
-def test_repository_paths_in_code_spans_exist(page: Path) -> None:
+@pytest.mark.parametrize("page", DOCUMENTS + CITING_FILES, ids=_page)
+def test_repository_paths_cited_exist(page: Path) -> None:
     assert missing_repository_paths(page) == []
 
 
@@ -199,6 +219,9 @@ def test_the_checks_find_what_is_broken(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "docs").mkdir()
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "real.py").write_text("")
+    (tmp_path / "squall" / "runtime").mkdir(parents=True)
+    (tmp_path / "squall" / "runtime" / "real.py").write_text("")
+    monkeypatch.setattr(f"{__name__}._PACKAGE_PATH", re.compile(r"(?<![\w./-])(runtime/\S*\.py)"))
     (tmp_path / "docs" / "other.md").write_text("# Other page\n\n## A `section`: here\n")
     page = tmp_path / "docs" / "page.md"
     page.write_text(
@@ -208,7 +231,10 @@ def test_the_checks_find_what_is_broken(tmp_path: Path, monkeypatch: pytest.Monk
         "[gone](missing.md) [bad anchor](other.md#nowhere) [here](#nothing)\n"
         "`examples/real.py` and `python examples/gone.py`, see other.md and API.md.\n"
         "```python\n# not a heading\nprint('docs/inside_code.md')\n```\n"
+        "In prose, docs/gone.md; runtime/real.py and runtime/gone.py, squall/runtime/real.py.\n"
     )
+    setup = tmp_path / "setup.py"
+    setup.write_text('"""The build (docs/performance.md, docs/other.md)."""\n')
     markdown_files.cache_clear()
     try:
         assert broken_links(page) == [
@@ -216,7 +242,13 @@ def test_the_checks_find_what_is_broken(tmp_path: Path, monkeypatch: pytest.Monk
             "docs/page.md:3: other.md#nowhere (no such heading)",
             "docs/page.md:3: #nothing (no such heading)",
         ]
-        assert missing_repository_paths(page) == ["docs/page.md:4: examples/gone.py"]
-        assert unknown_md_names(page) == ["docs/page.md:4: API.md"]
+        assert missing_repository_paths(page) == [
+            "docs/page.md:4: examples/gone.py",
+            "docs/page.md:7: docs/inside_code.md",
+            "docs/page.md:9: docs/gone.md",
+            "docs/page.md:9: runtime/gone.py",
+        ]
+        assert missing_repository_paths(setup) == ["setup.py:1: docs/performance.md"]
+        assert unknown_md_names(page) == ["docs/page.md:4: API.md", "docs/page.md:9: docs/gone.md"]
     finally:
         markdown_files.cache_clear()
