@@ -163,15 +163,15 @@ def test_duration_length_duration_sliding(manual_cluster: LocalCluster, clock: M
     run = Run(manual_cluster, clock, WindowLog().with_window(Duration(200), Duration(100)))
     run.advance(10, ticks=0)
     run.feed("a")  # at T0 + 10
-    run.advance(90)
-    assert run.windows() == [(["a"], ["a"], [], T0 - 100, T0 + 100)]
+    run.advance(90)  # a tick at t evaluates t - 1, as Storm's time trigger
+    assert run.windows() == [(["a"], ["a"], [], T0 - 101, T0 + 99)]
     run.advance(50, ticks=0)
     run.feed("b")  # at T0 + 150
     run.advance(50)
-    assert run.windows()[1:] == [(["a", "b"], ["b"], [], T0, T0 + 200)]
+    assert run.windows()[1:] == [(["a", "b"], ["b"], [], T0 - 1, T0 + 199)]
     assert run.acked() == []
-    run.advance(100)  # (T0 + 100, T0 + 300]: a leaves its last window
-    assert run.windows()[2:] == [(["b"], [], ["a"], T0 + 100, T0 + 300)]
+    run.advance(100)  # (T0 + 99, T0 + 299]: a leaves its last window
+    assert run.windows()[2:] == [(["b"], [], ["a"], T0 + 99, T0 + 299)]
     assert run.acked() == ["a"]
     run.advance(100)  # (T0 + 200, T0 + 400]: empty, no window; b leaves
     assert len(run.windows()) == 3
@@ -237,12 +237,12 @@ def test_tumbling_duration(manual_cluster: LocalCluster, clock: ManualClock) -> 
     run.advance(40, ticks=0)
     run.feed("b")
     run.advance(50)
-    assert run.windows() == [(["a", "b"], ["a", "b"], [], T0, T0 + 100)]
+    assert run.windows() == [(["a", "b"], ["a", "b"], [], T0 - 1, T0 + 99)]
     assert run.acked() == []
     run.advance(20, ticks=0)
     run.feed("c")
     run.advance(80)
-    assert run.windows()[1:] == [(["c"], ["c"], ["a", "b"], T0 + 100, T0 + 200)]
+    assert run.windows()[1:] == [(["c"], ["c"], ["a", "b"], T0 + 99, T0 + 199)]
     assert run.acked() == ["a", "b"]
     run.advance(100)  # empty: no window, c leaves
     assert len(run.windows()) == 2
@@ -257,9 +257,9 @@ def test_a_late_tick_does_not_drop_tuples_from_a_tumbling_duration_window(
     run.advance(10, ticks=0)
     run.feed("a")  # at T0 + 10
     # The tick due at T0 + 100 comes at T0 + 150: the window starts where the task
-    # started, (T0, T0 + 150]
+    # started, (T0 - 1, T0 + 149]
     run.advance(140)
-    assert run.windows() == [(["a"], ["a"], [], T0, T0 + 150)]
+    assert run.windows() == [(["a"], ["a"], [], T0 - 1, T0 + 149)]
 
 
 def test_a_sliding_interval_longer_than_the_length(
@@ -272,10 +272,10 @@ def test_a_sliding_interval_longer_than_the_length(
     run.feed("a")  # at T0 + 10
     run.advance(140, ticks=0)
     run.feed("b")  # at T0 + 150
-    run.advance(50)  # tick at T0 + 200: (T0 + 100, T0 + 200]
-    assert run.windows() == [(["b"], ["b"], ["a"], T0 + 100, T0 + 200)]
+    run.advance(50)  # tick at T0 + 200: (T0 + 99, T0 + 199]
+    assert run.windows() == [(["b"], ["b"], ["a"], T0 + 99, T0 + 199)]
     assert run.acked() == ["a"]
-    run.advance(200)  # tick at T0 + 400: (T0 + 300, T0 + 400] is empty; b leaves
+    run.advance(200)  # tick at T0 + 400: (T0 + 299, T0 + 399] is empty; b leaves
     assert len(run.windows()) == 1
     assert run.acked() == ["a", "b"]
     assert run.info().custom["window_tuples_held"] == 0
@@ -307,11 +307,11 @@ def test_a_tuple_is_acked_exactly_when_it_leaves_its_last_window(
             ["x"],
             ["x"] if end == 100 else [],
             [],
-            T0 + end - 300,
-            T0 + end,
+            T0 + end - 301,
+            T0 + end - 1,
         )
         assert run.acked() == []
-    run.advance(100)  # (T0 + 100, T0 + 400]
+    run.advance(100)  # (T0 + 99, T0 + 399]
     assert run.acked() == ["x"]
     assert len(run.windows()) == 3
 
@@ -343,8 +343,8 @@ def test_tuples_older_than_the_window_are_acked_every_100_tuples_before_the_next
     assert run.info().custom["window_tuples_held"] == 100
     run.advance(9_740, ticks=0)
     run.feed("c")  # at T0 + 9950
-    run.advance(50)  # tick at T0 + 10 s: (T0 + 9900, T0 + 10 s]
-    assert run.windows() == [(["c"], ["c"], early + late, T0 + 9_900, T0 + 10_000)]
+    run.advance(50)  # tick at T0 + 10 s: (T0 + 9899, T0 + 9999]
+    assert run.windows() == [(["c"], ["c"], early + late, T0 + 9_899, T0 + 9_999)]
     assert run.acked() == early + late
 
 
@@ -630,7 +630,7 @@ def test_the_window_tick_interval_overrides_the_topology_tick_frequency(
     run.advance(10, ticks=0)
     run.feed("a")
     run.advance(90)
-    assert run.windows() == [(["a"], ["a"], [], T0, T0 + 100)]
+    assert run.windows() == [(["a"], ["a"], [], T0 - 1, T0 + 99)]
 
 
 def test_each_task_keeps_its_own_windows(manual_cluster: LocalCluster, clock: ManualClock) -> None:

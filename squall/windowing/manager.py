@@ -5,17 +5,22 @@ and time, and it calls back with window activations and expired tuples. Semantic
 Storm's (``WindowManager`` with its trigger and eviction policies):
 
 * Processing time: a tuple's timestamp is its arrival time. A count sliding interval
-  fires after every ``n`` tuples; a time sliding interval fires every period (the engine
-  ticks the manager). A count length keeps the last ``n`` tuples, a time length the
-  tuples with ``now - length < ts <= now``. With a time sliding interval the window of
-  a tick at ``now`` after the previous one at ``previous`` holds
-  ``previous + sliding - length < ts <= now``: when ticks come late or early, the
-  window adjusts to the drift as Storm's eviction policy does (a tumbling window holds
-  every tuple since the previous window, once). The task's start (``start_ms``) counts
-  as the tick before the first; without it the first tick is taken as on time, its
-  window ``now - length < ts <= now``. Until a window fires, tuples are evicted against
-  the current time, so a window whose sliding interval exceeds its length holds only
-  its last ``length`` of tuples, the first one too.
+  fires after every ``n`` tuples, at the ``n``-th tuple's arrival ``now``; a time
+  sliding interval fires every period (the engine ticks the manager at ``now``), and,
+  as Storm's time trigger does, evaluates its window at ``now - 1``: tuples may still
+  arrive in the tick's millisecond, and they belong to the next window. A count length
+  keeps the last ``n`` tuples, a time length the tuples with
+  ``reference - length < ts <= reference`` (``reference`` being ``now`` or ``now - 1``):
+  a tuple expires once ``reference - ts >= length``, Storm's ``TimeEvictionPolicy``.
+  With a time sliding interval the window of a tick at reference ``r`` after the
+  previous one at ``p`` holds ``p + sliding - length < ts <= r``: when ticks come late
+  or early, the window adjusts to the drift as Storm's eviction policy does (a tumbling
+  window holds every tuple since the previous window, once). The task's start
+  (``start_ms``, reference ``start_ms - 1``) counts as the tick before the first;
+  without it the first tick is taken as on time, its window
+  ``r - length < ts <= r``. Until a window fires, tuples are evicted against the
+  current time, so a window whose sliding interval exceeds its length holds only its
+  last ``length`` of tuples, the first one too.
 * Event time: windows fire on watermarks. A time sliding interval fires every window
   whose end is at or before the watermark; window ends are aligned to the sliding
   interval, the first being the earliest timestamp rounded up to it, and spans without
@@ -92,10 +97,12 @@ class WindowManager:
         self._length_count = length.value if isinstance(length, Count) else None
         self._sliding_ms = sliding.value if isinstance(sliding, Duration) else None
         self._sliding_count = sliding.value if isinstance(sliding, Count) else None
-        #: Processing time, time sliding interval: when the last window fired (the
-        #: task's start stands for the tick before the first).
+        #: Processing time, time sliding interval: the reference time of the last
+        #: window fired (the task's start stands for the tick before the first).
         self._last_tick: int | None = (
-            start_ms if self._sliding_ms is not None and not spec.event_time else None
+            self._tick_reference(start_ms)
+            if start_ms is not None and self._sliding_ms is not None and not spec.event_time
+            else None
         )
 
     def __len__(self) -> int:
@@ -108,9 +115,11 @@ class WindowManager:
 
     def kept_timestamp(self, ts: int) -> int:
         """The timestamp under which :meth:`add` keeps a tuple given ``ts``: ``ts``
-        itself, except with processing time for a tuple that arrives in the millisecond
-        of the last tick (or of the start), which belongs to the next window (the tick's
-        window has fired)."""
+        itself, except with processing time for a tuple at or before the reference time
+        of the last tick (a clock that went back, or windows restored from another
+        clock's run), which belongs to the next window (the tick's window has fired).
+        A tuple arriving in a tick's millisecond keeps its own timestamp: the tick
+        evaluated the millisecond before."""
         last_tick = self._last_tick
         if last_tick is not None and ts <= last_tick and not self.spec.event_time:
             return last_tick + 1
@@ -144,20 +153,29 @@ class WindowManager:
             self._compact(ts)
 
     def on_time(self, now: int) -> None:
-        """Processing time moved to ``now``: fire if the sliding interval is a duration."""
+        """Processing time moved to ``now``: fire if the sliding interval is a duration,
+        the window at :meth:`tick_reference` ``(now)``."""
         if not self.spec.event_time and self._sliding_ms is not None:
-            self._trigger(now, self._tick_floor(now))
-            self._last_tick = now
+            reference = self._tick_reference(now)
+            self._trigger(reference, self._tick_floor(reference))
+            self._last_tick = reference
 
-    def _tick_floor(self, now: int) -> int | None:
+    def _tick_reference(self, now: int) -> int:
+        """The time a processing-time tick at ``now`` evaluates its window at: ``now -
+        1`` for a duration length, as Storm's time trigger (tuples may still arrive in
+        the tick's millisecond; they are the next window's), ``now`` for a count
+        length (every tuple held is in its window, as Storm's count eviction has it)."""
+        return now - 1 if self._length_ms is not None else now
+
+    def _tick_floor(self, reference: int) -> int | None:
         """Processing time with a time sliding interval and a time length: the lower
-        bound (exclusive) of the window a tick at ``now`` evaluates, adjusted for drift
-        (see the module docstring). None for a count length."""
+        bound (exclusive) of the window a tick evaluates at ``reference``, adjusted for
+        drift (see the module docstring). None for a count length."""
         length = self._length_ms
         if length is None or self._sliding_ms is None or self.spec.event_time:
             return None
         if self._last_tick is None:
-            return now - length
+            return reference - length
         return self._last_tick + self._sliding_ms - length
 
     def on_watermark(self, watermark: int) -> None:
@@ -272,7 +290,8 @@ class WindowManager:
     def bookkeeping(self) -> dict[str, int | None]:
         """Where the windows stand, apart from the tuples (what :meth:`restore` takes
         back): the next event-time window end, the tuples counted by event-time count
-        windows, the last processing-time tick, the tuples since the last trigger."""
+        windows, the reference time of the last processing-time tick, the tuples since the
+        last trigger."""
         return {
             "next_window_end": self._next_window_end,
             "counted": self._counted,
