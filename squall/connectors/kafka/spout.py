@@ -33,10 +33,14 @@ translator skips is done at once and the next one is emitted in the same call.
 
 Failures: a broker that cannot be reached is reported through the collector
 (``KafkaSpout '<component>' cannot reach <servers>: ...``) with the connectors'
-back-off; ``next_tuple`` never raises for it, commits that failed are sent again. A
-topic that disappears is reported; a partition that exists again, whose end fell behind
-the task's position, or whose offset is out of range starts again at the strategy's
-reset point, reported.
+back-off; ``next_tuple`` never raises for it, commits that failed are sent again.
+After such a failure every partition is held (nothing emitted or committed for it)
+until its log is checked against what the task saw
+(:mod:`~squall.connectors.kafka.logcheck`): a log made anew meanwhile starts again at
+the strategy's reset point, reported. A topic that disappears is reported, a named
+topic that does not exist is reported with the back-off until it does; a partition
+that exists again, whose end fell behind the task's position, or whose offset is out of
+range starts again at the strategy's reset point, reported.
 
 Metrics: ``metrics()`` returns a dict the task refreshes (it is read from other
 threads): Storm's ``kafkaOffset`` figures (:func:`~squall.connectors.kafka.offsets.offset_metrics`)
