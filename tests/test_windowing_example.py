@@ -106,6 +106,8 @@ class Run:
     custom: dict[str, dict[str, float]]
     spout: Any
     late_counts: dict[str, int]
+    #: ``info.local.pending`` at the end: spout trees not yet completed.
+    pending: int
 
 
 def run_example(parallelism: int) -> Run:
@@ -151,6 +153,7 @@ def run_example(parallelism: int) -> Run:
             {c: dict(info.components[c].custom) for c in WINDOWED},
             spout,
             late_counts,
+            info.local.pending if info.local is not None else -1,
         )
 
 
@@ -221,6 +224,8 @@ def test_windows_and_late_readings_match_brute_force(parallelism: int) -> None:
         assert run.custom[component]["window_tuples_held"] == SENSORS
     # ... and was acked (late readings at once, the others as they left the windows).
     assert (run.spout.acked, run.spout.failed) == (COUNT, 0)
+    # The held flush readings were emitted without message ids: no tree is pending.
+    assert run.pending == 0
 
 
 def test_the_input_is_out_of_order() -> None:
