@@ -48,6 +48,13 @@ from squall.runtime.acker import (
     ACK_RESET_TIMEOUT_STREAM,
     ID_BITS,
 )
+from squall.runtime.emitchecks import (
+    direct_only,
+    not_direct,
+    not_subscribed,
+    undeclared_stream,
+    wrong_width,
+)
 from squall.runtime.metrics import TaskStats
 from squall.runtime.routing import StreamRoute
 from squall.runtime.sinks import EmitSink, OutboxSink
@@ -285,47 +292,26 @@ class _Emitter:
         self._ack_buffer = buffer
 
     def _route(self, stream: str, values: Sequence[Any]) -> StreamRoute:
+        # Called once the fast check failed: the errors are built by emitchecks, which
+        # the Spark engine's batch path raises too.
         try:
             route = self._routes[stream]
         except KeyError:
-            if isinstance(stream, str) and stream.startswith("__"):
-                raise ValueError(
-                    f"component {self._component_id!r} emitted on stream {stream!r}: stream "
-                    "ids starting with '__' are reserved for the engine's system streams"
-                ) from None
-            declared = sorted(self._routes)
-            raise ValueError(
-                f"component {self._component_id!r} emitted on stream {stream!r}, which it "
-                f"does not declare (declared streams: {declared or 'none'})"
-            ) from None
+            raise undeclared_stream(self._component_id, stream, self._routes) from None
         if len(values) != route.width:
-            raise ValueError(
-                f"component {self._component_id!r} emitted {len(values)} value(s) on stream "
-                f"{stream!r}, which declares {route.width} field(s) "
-                f"{route.info.fields.to_list()}: {list(values)!r}"
-            )
+            raise wrong_width(self._component_id, stream, values, route.info.fields)
         return route
 
     def _direct_route(self, task_id: int, stream: str, values: Sequence[Any]) -> StreamRoute:
         route = self._route(stream, values)
         if not route.direct:
-            raise ValueError(
-                f"component {self._component_id!r} used emit_direct on stream {stream!r}, "
-                "which is not declared direct (declare it with direct=True)"
-            )
+            raise not_direct(self._component_id, stream)
         if task_id not in route.direct_targets:
-            raise ValueError(
-                f"component {self._component_id!r} emitted direct to task {task_id!r} on "
-                f"stream {stream!r}, but that task does not subscribe to the stream with a "
-                f"direct grouping (subscribed tasks: {sorted(route.direct_targets)})"
-            )
+            raise not_subscribed(self._component_id, stream, task_id, route.direct_targets)
         return route
 
     def _non_direct(self, route: StreamRoute) -> None:
-        raise ValueError(
-            f"component {self._component_id!r} used emit on stream {route.stream_id!r}, "
-            "which is declared direct: use emit_direct(task_id, values, ...)"
-        )
+        raise direct_only(self._component_id, route.stream_id)
 
     def _send_system(self, stream: str, root: int) -> None:
         """Send ``[root]`` on an unbuffered acker stream (fail, reset timeout) right away."""

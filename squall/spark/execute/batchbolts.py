@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from squall.model.fields import Fields
+from squall.model.grouping import GroupingKind
 from squall.model.hooks import CleansUpTask, MakesBatchInstances, PreparesTask, implements
 from squall.model.tuple import DEFAULT_STREAM, StreamInfo, Tuple
 from squall.runtime.context import TopologyContext
+from squall.runtime.emitchecks import check_emit, check_emit_direct
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports
 from squall.spark.execute.listener import report_batch_emits
@@ -24,29 +28,83 @@ from squall.spark.execute.packets import ArrowFunction, Packet, unpack_values
 from squall.spark.execute.routing import Emit, route_emits
 from squall.spark.execute.stages import arrow_function
 from squall.spark.plan.batch import SegmentPlan
+from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.attempt import TransactionAttempt
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
 
 
+@dataclass(frozen=True)
+class DeclaredStreams:
+    """The streams a batch component may emit on, as its collector on the local engine
+    knows them: ``fields`` (stream -> fields, the attempt first) of every stream it
+    declares in the system topology (``__`` streams are the engine's), and ``direct``
+    (direct stream -> the tasks subscribing to it with a direct grouping)."""
+
+    fields: dict[str, Fields]
+    direct: dict[str, frozenset[int]]
+
+    @classmethod
+    def of(cls, layout: TaskLayout, component_id: str) -> DeclaredStreams:
+        """The streams ``component_id`` declares in ``layout``'s topology."""
+        topology = layout.topology
+        spec = topology.get_component(component_id)
+        fields: dict[str, Fields] = {}
+        direct: dict[str, frozenset[int]] = {}
+        for stream, declaration in spec.streams.items():
+            if stream.startswith("__"):
+                continue
+            fields[stream] = declaration.fields
+            if declaration.direct:
+                direct[stream] = frozenset(
+                    task
+                    for subscriber, grouping in topology.subscribers(component_id, stream)
+                    if grouping.kind is GroupingKind.DIRECT
+                    for task in layout.task_ids(subscriber)
+                )
+        return cls(fields, direct)
+
+
 class BatchEmits:
     """The collector of a batch bolt (or a transactional spout's emitter) on Spark:
-    keeps what it emits, routed after the batch."""
+    checks each emit as the local engine's collector does (the same errors, raised from
+    the emit call: the batch fails), and keeps what it emits, routed after the batch.
 
-    def __init__(self, component_id: str) -> None:
+    Runs in the task's process (an executor's Python worker, or the driver for a
+    committer), on the task's thread.
+    """
+
+    def __init__(self, component_id: str, declared: DeclaredStreams) -> None:
         self.component_id = component_id
+        self.declared = declared
         self.emits: list[Emit] = []
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit ``values`` (first value: the batch's attempt) on ``stream``."""
+        """Emit ``values`` (first value: the batch's attempt) on ``stream``.
+
+        Raises:
+            ValueError: the stream is not declared, is direct, or the number of values
+                differs from its fields (see :func:`~squall.runtime.emitchecks.check_emit`).
+        """
+        check_emit(self.component_id, stream, values, self.declared.fields, self.declared.direct)
         self.emits.append(Emit(stream, list(values[1:]), None))
         return []
 
     def emit_direct(
         self, task_id: int, values: Sequence[Any], stream: str = DEFAULT_STREAM
     ) -> None:
-        """Emit ``values`` to task ``task_id`` on a direct stream."""
+        """Emit ``values`` to task ``task_id`` on a direct stream.
+
+        Raises:
+            ValueError: the stream is not declared or not direct, the number of values
+                differs from its fields, or ``task_id`` does not subscribe to it (see
+                :func:`~squall.runtime.emitchecks.check_emit_direct`).
+        """
+        declared = self.declared
+        check_emit_direct(
+            self.component_id, task_id, stream, values, declared.fields, declared.direct
+        )
         self.emits.append(Emit(stream, list(values[1:]), task_id))
 
     def reset_timeout(self, tup: Tuple) -> None:
@@ -73,6 +131,13 @@ class BatchBoltStage:
         #: Tuples in and emit calls of the last ``run_partition``.
         self.executed = 0
         self.emitted = 0
+        self._streams: DeclaredStreams | None = None
+
+    def _declared(self) -> DeclaredStreams:
+        """The streams the bolt declares (worked out once per stage object)."""
+        if self._streams is None:
+            self._streams = DeclaredStreams.of(self.plan.layout, self.plan.component_id)
+        return self._streams
 
     def _context(self, partition: int) -> TopologyContext:
         """The task's context, its bolt's ``prepare_task`` done once per process (the
@@ -99,7 +164,7 @@ class BatchBoltStage:
             if implements(declared, MakesBatchInstances)
             else copy.deepcopy(declared)
         )
-        collector = BatchEmits(plan.component_id)
+        collector = BatchEmits(plan.component_id, self._declared())
         attempt = self.attempt
         bolt.prepare(self.conf, context, collector, attempt)
         infos: dict[tuple[str, str], StreamInfo] = {}

@@ -249,7 +249,7 @@ class CoordinatedReader(EmittedOnExecutorsReader):
     def read_part(self, partition: BatchPartition) -> list[Packet]:
         """Run emitter task ``slice_index`` for the batch (its earlier transactions up
         to ``committed`` cleaned up first)."""
-        from squall.spark.execute.batchbolts import BatchEmits
+        from squall.spark.execute.batchbolts import BatchEmits, DeclaredStreams
         from squall.spark.sources.coordination import FileCoordinationStore
 
         setup = self.setup
@@ -266,7 +266,7 @@ class CoordinatedReader(EmittedOnExecutorsReader):
         if partition.committed:
             emitter.cleanup_before(partition.committed)
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
-        out = BatchEmits(setup.source_id)
+        out = BatchEmits(setup.source_id, DeclaredStreams.of(setup.layout, setup.source_id))
         emitter.emit_batch(attempt, self.log.batch(index).transaction, out)
         report_batch_emits(setup.conf, setup.source_id, sender.task_id, attempt, out.emits)
         self.log.write_partition(index, task, LoggedPartition(None, len(out.emits)))
