@@ -151,12 +151,19 @@ class SparkFigures:
             Spark could not say).
         failure: when a query failed (status ``"FAILED"``), one line: the exception
             Spark's message comes from.
+        driver_core: the form of squall's core the driver runs: ``"compiled"`` or
+            ``"pure"`` (``SQUALL_PURE_PYTHON=1``, or no compiled core installed).
+        executor_core: the form the executors' tasks reported running: ``"compiled"``,
+            ``"pure"``, ``"compiled and pure"`` when they differ, ``""`` before a task
+            ran on an executor.
     """
 
     queries: dict[str, QueryFigures]
     checkpoint_dir: str
     resources: str = ""
     failure: str | None = None
+    driver_core: str = ""
+    executor_core: str = ""
 
     @property
     def first(self) -> QueryFigures:
@@ -165,8 +172,8 @@ class SparkFigures:
 
     def as_dict(self) -> dict[str, Any]:
         """These figures under their ``TopologyInfo.extra`` keys: the first query's at
-        the top, every query's under ``"queries"``; ``failure`` and ``resources`` only
-        when there is one."""
+        the top, every query's under ``"queries"``; ``failure``, ``resources`` and the
+        cores' forms only when there is one."""
         figures: dict[str, Any] = {
             **self.first.as_dict(),
             "queries": {key: query.as_dict() for key, query in self.queries.items()},
@@ -176,6 +183,10 @@ class SparkFigures:
             figures["failure"] = self.failure
         if self.resources:
             figures["resources"] = self.resources
+        if self.driver_core:
+            figures["driver_core"] = self.driver_core
+        if self.executor_core:
+            figures["executor_core"] = self.executor_core
         return figures
 
 

@@ -31,6 +31,7 @@ from squall.spark.control.taskcache import LIVE_RUNS, TASKS
 from squall.spark.control.watch import TerminationWatch
 from squall.spark.execute.figures import BatchFigures
 from squall.spark.execute.listener import EMIT_LISTENER_KEY
+from squall.spark.launch.coreform import core_form, describe
 from squall.spark.launch.javaerrors import python_failure
 from squall.spark.launch.pythonexec import is_local_master
 from squall.spark.launch.resources import Resources
@@ -405,7 +406,9 @@ class SparkCluster(TopologyRegistry[_Running]):
         (:class:`~squall.runtime.engine_figures.SparkFigures`) every query's
         micro-batch figures and errors (``resumed_from_batch`` when it resumed from
         its checkpoint), ``resources`` (what the session runs on, e.g.
-        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, and ``failure`` (one line:
+        ``"local[2, 4]: 2 cores"``), ``checkpoint_dir``, the form of squall's core the
+        driver and the executors run (``driver_core``, ``executor_core``: compiled or
+        pure), and ``failure`` (one line:
         the exception Spark's message comes from) when a query failed (``status``
         ``"FAILED"``). ``extra`` gives them as a dict, the first query's (the spout's)
         figures at the top. A bolt's (or stage's) capacity is measured against the
@@ -420,6 +423,7 @@ class SparkCluster(TopologyRegistry[_Running]):
         components: dict[str, ComponentStats] = {}
         queries: dict[str, QueryFigures] = {}
         failure: str | None = None
+        executor_cores: set[str] = set()
         for item in running.queries:
             end = self.watch.ended(item.query_id)
             if end is not None:
@@ -427,6 +431,7 @@ class SparkCluster(TopologyRegistry[_Running]):
                 failure = failure or (python_failure(end.error) if end.error else None)
             components.update(item.driver.component_stats())
             queries[item.key] = _query_figures(item.driver.figures, item.resumed_from_batch)
+            executor_cores.update(item.driver.figures.executor_cores)
         info = TopologyInfo(
             name=name,
             status=status,
@@ -438,6 +443,8 @@ class SparkCluster(TopologyRegistry[_Running]):
                 checkpoint_dir=self.checkpoint_dir,
                 resources=self._resources.line(),
                 failure=failure,
+                driver_core=core_form(),
+                executor_core=describe(executor_cores),
             ),
         )
         return self.in_window(name, info, window_secs)

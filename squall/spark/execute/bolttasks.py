@@ -57,6 +57,7 @@ from squall.spark.execute.taskstate import (
     wire_task,
 )
 from squall.spark.execute.wire import WireOutputCollector
+from squall.spark.launch.coreform import core_form
 from squall.spark.launch.processsetup import prepare_process
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ class LiveBolt:
             },
             custom=dict(metrics()) if metrics is not None else {},
         )
-        return packets, TaskReport(figures, acks, fails)
+        return packets, TaskReport(figures, acks, fails, core_form())
 
 
 def forget_finished_runs(current: str, live_runs: frozenset[str]) -> None:

@@ -89,6 +89,9 @@ class TaskReport:
     acks: LedgerPart = field(default_factory=LedgerPart)
     #: Roots the task failed explicitly.
     fails: list[int] = field(default_factory=list)
+    #: The form of squall's core the task's process runs (``"compiled"``, ``"pure"``),
+    #: for a task run on an executor; ``""`` for one run on the driver.
+    core: str = ""
 
 
 Reports = dict[ReportKey, TaskReport]
@@ -128,6 +131,8 @@ class BatchFigures:
         #: The most recent batches: (batch id, rows, duration in milliseconds, state
         #: partitions committed).
         self.recent: deque[tuple[int, int, float, int]] = deque(maxlen=RECENT_BATCHES)
+        #: The forms of the core the executors' tasks reported running.
+        self.executor_cores: set[str] = set()
 
     def record(self, exc: BaseException) -> None:
         """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""

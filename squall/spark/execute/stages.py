@@ -26,6 +26,7 @@ from squall.spark.execute.packets import (
     unpack_values,
 )
 from squall.spark.execute.routing import route
+from squall.spark.launch.coreform import core_form
 from squall.spark.launch.processsetup import prepare_process
 from squall.spark.plan.batch import SegmentPlan
 from squall.transactional.attempt import TransactionAttempt
@@ -175,10 +176,15 @@ class PartitionRunner(Protocol):
 
 
 def timed_run(
-    stage: PartitionRunner, partition: int, packets: list[Packet], reports: Accumulator[Reports]
+    stage: PartitionRunner,
+    partition: int,
+    packets: list[Packet],
+    reports: Accumulator[Reports],
+    core: str = "",
 ) -> list[Packet]:
     """``stage.run_partition``; its counts and time are added to ``reports`` (the
-    accumulator of task reports, on an executor or the driver)."""
+    accumulator of task reports, on an executor or the driver), with ``core``, the
+    form of the core an executor runs (``""`` on the driver)."""
     started = time.perf_counter()
     output = stage.run_partition(partition, packets)
     seconds = time.perf_counter() - started
@@ -188,7 +194,7 @@ def timed_run(
         execute = LatencyHistogram()
         execute.record_many(seconds * 1000.0 / stage.executed, stage.executed)
         figures.latencies["execute"] = execute
-    reports.add({stage.report_key(partition): TaskReport(figures)})
+    reports.add({stage.report_key(partition): TaskReport(figures, core=core)})
     return output
 
 
@@ -219,6 +225,7 @@ def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> Arr
             if not pc.all(pc.equal(batch.column("target"), partition)).as_py():
                 raise RuntimeError(f"rows for other tasks reached task {partition}")
             packets.extend(packets_from_arrow(batch))
-        yield packets_to_arrow(timed_run(carried.value, partition, packets, reports), pa)
+        output = timed_run(carried.value, partition, packets, reports, core_form())
+        yield packets_to_arrow(output, pa)
 
     return run

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.spark.errors import SparkUnavailableError
+from squall.spark.launch.coreform import executor_environment
 from squall.spark.launch.javaerrors import innermost_cause
 from squall.spark.launch.javaoptions import (
     DRIVER_OPTIONS,
@@ -63,6 +64,8 @@ def session_settings(
 ) -> dict[str, str]:
     """The Spark configuration of a session squall starts: squall's defaults, the console
     output settings (quiet unless ``verbose``), then ``spark_conf``, whose settings win.
+    The executors' Python processes get the driver's choice of the core's form
+    (``SQUALL_PURE_PYTHON``, see :mod:`squall.spark.launch.coreform`).
 
     JVM options are added to, not replaced: the quiet log configuration goes after the
     user's own ``spark.driver.extraJavaOptions``, and the JIT's quick compiler (see
@@ -100,6 +103,7 @@ def session_settings(
         "spark.python.worker.reuse": "true",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         f"spark.executorEnv.{ENVIRONMENT_KEY}": mode(verbose),
+        **{f"spark.executorEnv.{key}": value for key, value in executor_environment().items()},
         **output_settings,
         **user_conf,
     }
@@ -228,6 +232,8 @@ def _prepare_environment(verbose: bool, settings: dict[str, str]) -> None:
         _chosen_python = os.environ["PYSPARK_PYTHON"] = worker_python(settings["spark.master"])
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ[ENVIRONMENT_KEY] = mode(verbose)
+    # The form of the core the driver chose, for the processes that inherit it.
+    os.environ.update(executor_environment())
     # Spark's Python processes inherit the JVM's environment: give them this
     # process's import path, so modules next to the user's files import there too.
     paths = [p for p in sys.path if p and os.path.isdir(p)]

@@ -127,6 +127,7 @@ class MicroBatchDriver:
                 k: r for k, r in produced.items() if (k.batch_id, k.attempt) == (batch_id, number)
             }
             self.pipeline.settle(batch_id, ranges, ours)
+            self.figures.executor_cores.update(r.core for r in ours.values() if r.core)
 
         try:
             self.attempts.run(batch_id, attempt)
