@@ -83,6 +83,11 @@ class ExclamationBolt(Bolt):
         self.collector.ack(tup)
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the last words ``exclaim2`` emitted, with both exclamations.
+show = ["exclaim2"]
+
+
 def build_topology(max_words: int | None = None, seed: int = 7) -> StormTopology:
     """word (2 tasks) -> exclaim1 (3 tasks, shuffle) -> exclaim2 (2 tasks, shuffle)."""
     builder = TopologyBuilder()

@@ -111,6 +111,11 @@ class Auditor(BasicBolt):
         collector.emit([tup["number"], tup["parity"], self.task_id])
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the last squares and cubes ``evens`` and ``odds`` emitted.
+show = ["evens", "odds"]
+
+
 def build_topology(count: int | None = None) -> StormTopology:
     """numbers -> router -> {evens on "even", odds on "odd", auditor on direct "audit"}."""
     builder = TopologyBuilder()

@@ -98,6 +98,11 @@ class Sink(BasicBolt):
         pass
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: how many messages ``flaky`` passed on (each once, on its replay) and the last ones.
+show = ["flaky"]
+
+
 def build_topology(count: int = 10_000) -> StormTopology:
     """messages -> flaky (fields grouping on id) -> sink."""
     builder = TopologyBuilder()

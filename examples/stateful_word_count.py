@@ -112,6 +112,11 @@ def write_samples(directory: str) -> None:
             handle.writelines(f"{line}\n" for line in lines)
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the latest count of each of the last words ``count`` counted.
+show = ["count@word"]
+
+
 def build_topology() -> StormTopology:
     """lines -> split -> count (fields grouping on the word)."""
     directory = input_dir()

@@ -275,6 +275,11 @@ def global_count(database: Database) -> int:
     return 0 if row is None else row.value
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the global count after each of the last transactions ``sum`` committed.
+show = ["sum"]
+
+
 def build_topology(
     words: int = 20_000,
     batch_size: int = 50,

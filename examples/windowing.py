@@ -234,6 +234,11 @@ class LateReadings(BasicBolt):
         logger.info("late for %s: %s %s W at %d", source, sensor, watts, ts)
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the last sliding sums and tumbling averages.
+show = ["sliding", "tumbling"]
+
+
 def build_topology(
     count: int | None = 800,
     seed: int = 7,

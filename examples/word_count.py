@@ -117,6 +117,11 @@ class WordCount(BasicBolt):
         collector.emit([word, count])
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the latest count of each of the last words ``count`` counted.
+show = ["count@word"]
+
+
 def build_topology(max_sentences: int | None = None, seed: int = 42) -> StormTopology:
     """The word count topology: sentences -> split (shuffle) -> count (fields on word)."""
     builder = TopologyBuilder()

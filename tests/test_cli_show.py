@@ -96,6 +96,34 @@ def test_show_prints_the_last_tuples_of_each_stream_with_their_count(tmp_path: P
     assert result.output.rstrip().splitlines()[-1] == "no errors"
 
 
+def test_show_by_field_keeps_the_latest_tuple_of_each_recent_value(tmp_path: Path) -> None:
+    """``@FIELD``: each value of FIELD keeps its latest tuple, the values seen last."""
+    extra = textwrap.dedent(
+        """
+        class Tens(BasicBolt):
+            outputs = ["ten", "n"]
+
+            def execute(self, tup, collector):
+                collector.emit([tup["n"] // 10 * 10, tup["n"]])
+
+
+        def by_tens():
+            builder = TopologyBuilder()
+            builder.set_spout("numbers", Numbers())
+            builder.set_bolt("tens", Tens()).shuffle_grouping("numbers")
+            return builder.create_topology()
+        """
+    )
+    path = numbers_file(tmp_path, extra)
+    result = run(path + ":by_tens", "--show", "tens@ten", "--show-last", "2")
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == [
+        "tens emitted 20 tuples on stream default; the latest of each of the last 2 values of ten:",
+        "  [10, 19]",
+        "  [20, 20]",
+    ]
+
+
 def test_show_one_stream_and_several_components(tmp_path: Path) -> None:
     result = run(
         numbers_file(tmp_path), "--show", "router:odd", "--show", "quiet", "--show", "numbers"
@@ -154,7 +182,13 @@ def test_without_show_nothing_is_shown(tmp_path: Path) -> None:
             "(its streams: even, odd)",
         ),
         ("__acker", "Invalid value for '--show': '__acker' is a system component"),
-        ("router:", "Invalid value for '--show': 'router:' is not COMPONENT or COMPONENT:STREAM"),
+        ("router:", "Invalid value for '--show': 'router:' is not COMPONENT[:STREAM][@FIELD]"),
+        ("router@", "Invalid value for '--show': 'router@' is not COMPONENT[:STREAM][@FIELD]"),
+        (
+            "router@triple",
+            "Invalid value for '--show': stream 'even' of component 'router' has no field "
+            "'triple' (its fields: n, double)",
+        ),
     ],
 )
 def test_show_names_what_is_wrong(tmp_path: Path, show: str, message: str) -> None:

@@ -25,15 +25,17 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from squall import StormTopology
 from tests.helpers import table_row
+from tests.shown_results import Shown, check_shown, shown_blocks
 from tests.test_examples import load_example
 
 #: One xdist worker runs them all: the module's fixture starts every selected command.
@@ -210,6 +212,87 @@ def check_clean_run(output: str) -> None:
     assert spouts_acked and max(spouts_acked) > 0  # it did process something
 
 
+def _word_count(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    words = {word for sentence in module.SENTENCES for word in sentence.split()}
+    for key, block in blocks.items():
+        if key == ("count", "default"):
+            counted = block.values()
+            assert all(word in words and count >= 1 for word, count in counted), counted
+            assert len({word for word, _ in counted}) == len(counted)  # one line a word
+
+
+def _exclamation(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    exclaimed = {f"{word}!!!!!!" for word in module.WORDS}
+    assert all(value in exclaimed for (value,) in blocks[("exclaim2", "default")].values())
+
+
+def _multi_stream(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    evens, odds = blocks[("evens", "default")], blocks[("odds", "default")]
+    assert all(n % 2 == 0 and square == n**2 for n, square in evens.values())
+    assert all(n % 2 == 1 and cube == n**3 for n, cube in odds.values())
+
+
+def _reliable_spout(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    flaky = blocks[("flaky", "default")]
+    assert flaky.total == 10_000  # every message once, on its replay
+    assert all(text == f"message-{i}" and 0 <= i < 10_000 for i, text in flaky.values())
+
+
+def _windowing(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    sensors = set(module.sensor_names(8))
+    sliding = blocks[("sliding", "default")].values()
+    assert all(end % 2_000 == 0 and sensor in sensors and n >= 1 for end, sensor, _, n in sliding)
+    tumbling = blocks[("tumbling", "default")].values()
+    assert all(end % 5_000 == 0 and sensor in sensors for end, sensor, _ in tumbling)
+    for component in ("sliding", "tumbling"):
+        late = blocks.get((component, "late"))
+        assert late is None or all(reading[0] in sensors for (reading,) in late.values())
+
+
+def _transactional_global_count(blocks: dict[tuple[str, str], Shown], module: ModuleType) -> None:
+    """Each committed transaction adds its batch (50 words from each of 4 partitions)."""
+    sums = blocks[("sum", "default")]
+    pattern = r"\[TransactionAttempt\(txid=(\d+), attempt=0x[0-9a-f]+\), (\d+)\]"
+    committed = [re.fullmatch(pattern, line) for line in sums.lines]
+    assert all(committed), sums.lines
+    pairs = [(int(match[1]), int(match[2])) for match in committed if match]
+    assert pairs[-1][0] == sums.total  # one sum a transaction, in txid order
+    assert pairs == [(txid, min(txid * 200, 20_000)) for txid, _ in pairs]
+
+
+#: Per example (its file's stem), what its shown results must be, exactly where its
+#: input is fixed.
+RESULT_CHECKS: dict[str, Callable[[dict[tuple[str, str], Shown], ModuleType], None]] = {
+    "word_count": _word_count,
+    "exclamation": _exclamation,
+    "multi_stream": _multi_stream,
+    "reliable_spout": _reliable_spout,
+    "windowing": _windowing,
+    "transactional_global_count": _transactional_global_count,
+}
+
+
+#: Examples whose results ``squall run`` cannot show, and where they are shown instead.
+NO_SHOWN_RESULTS = {
+    # Its counts live in a Trident state that only DRPC queries read.
+    "trident_word_count": "python examples/trident_word_count.py prints its DRPC answers",
+}
+
+
+def check_results(command: str, output: str) -> None:
+    """A ``squall run``'s output shows the results its file's ``show`` (or its
+    ``--show``) asks for, and they are what the example computes."""
+    match = re.search(r"^Running (\w+)\.py:\w+ as ", output, re.MULTILINE)
+    assert match, output
+    module = load_example(match[1])
+    if match[1] in NO_SHOWN_RESULTS:
+        assert not hasattr(module, "show") and shown_blocks(output) == {}
+        return
+    blocks = check_shown(command, output, module)
+    if "--show" not in command.split():  # the example's own show
+        RESULT_CHECKS[match[1]](blocks, module)
+
+
 def check_info(output: str) -> None:
     """A ``squall info``'s output: every component of the topology in the table."""
     topology = named_topology(output, r"^\s*(\w+)\.py:(\w+): \d+ worker")
@@ -226,6 +309,8 @@ def test_documented_command_finishes_cleanly(command: str, started: dict[str, St
     words = command.split()
     if words[:2] == ["squall", "run"]:
         check_clean_run(out)
+        if "--engine" not in words:  # --show is the local engine's
+            check_results(command, out)
     elif words[:2] == ["squall", "info"]:
         check_info(out)
     else:

@@ -65,6 +65,11 @@ def create_builder(seed: int | None = None, max_words: int | None = None) -> Top
     return builder
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the last words ``exclaim2`` emitted, with both exclamations.
+show = ["exclaim2"]
+
+
 def build_topology(seed: int | None = None, max_words: int | None = None) -> StormTopology:
     """The topology (see :func:`create_builder`)."""
     return create_builder(seed, max_words).create_topology()

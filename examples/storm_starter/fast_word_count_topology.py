@@ -122,6 +122,11 @@ class WordCount(BasicBolt):
         declarer.declare(Fields("word", "count"))
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the latest count of each of the last words ``count`` counted.
+show = ["count@word"]
+
+
 def build_topology(max_sentences: int | None = None, seed: int | None = None) -> StormTopology:
     """spout (4) -> split (4, shuffle) -> count (4, fields ``word``)."""
     builder = TopologyBuilder()

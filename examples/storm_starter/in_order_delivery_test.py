@@ -100,6 +100,12 @@ class Check(BasicBolt):
         """The check emits nothing: it only fails tuples that arrive out of order."""
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would): each spout
+#: task's last ``[base, count]`` (``count``'s ``failed`` column stays 0 while the counts
+#: of every base arrive in order).
+show = ["spout@c1"]
+
+
 def build_topology(max_count: int | None = None) -> StormTopology:
     """spout (8) -> count (8, fields ``c1``)."""
     builder = TopologyBuilder()

@@ -21,7 +21,10 @@ Run it::
 
 (its arguments, both optional: a topology name and ``--seconds N``, 20 by default)
 
-(``python`` adds a ``PrinterBolt`` that prints the final rankings.) ``create_builder``
+``squall run`` shows the last rankings ``finalRanker`` emitted under its final metrics
+(the module's ``show``); ``python`` adds a ``PrinterBolt`` that prints them all. While
+the window fills up (its first 9 seconds) the counter logs once that its window is
+still shorter than 9 seconds. ``create_builder``
 takes another spout (the tests give a finite one, emitting on field ``"word"``) and
 returns the builder; ``build_topology()`` the topology.
 """
@@ -33,7 +36,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from typing import Any
+from typing import Any, ClassVar
 
 from squall import (
     BasicBolt,
@@ -328,10 +331,17 @@ class RollingCountBolt(Bolt):
     ) -> int:
         return window_length_in_seconds // window_update_frequency_in_seconds
 
+    #: The (topology, component) pairs whose startup warning this process logged: the
+    #: warning is logged once per component and run, not by every task at every tick
+    #: (squall's choice; Storm's bolt logs it each time). ``dict.setdefault`` is atomic,
+    #: so the tasks' threads need no lock (which could not be pickled with the bolt).
+    _warned: ClassVar[dict[tuple[str, str], object]] = {}
+
     def prepare(
         self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector
     ) -> None:
         self.collector = collector
+        self.warning_key = (context.storm_id, context.get_this_component_id())
         self.last_modified_tracker = NthLastModifiedTimeTracker(
             self._derive_num_window_chunks_from(
                 self.window_length_in_seconds, self.emit_frequency_in_seconds
@@ -351,13 +361,22 @@ class RollingCountBolt(Bolt):
             self.last_modified_tracker.seconds_since_oldest_modification()
         )
         self.last_modified_tracker.mark_as_modified()
-        if actual_window_length_in_seconds != self.window_length_in_seconds:
+        if (
+            actual_window_length_in_seconds != self.window_length_in_seconds
+            and self._first_warning()
+        ):
             LOG.warning(
                 self.WINDOW_LENGTH_WARNING_TEMPLATE,
                 actual_window_length_in_seconds,
                 self.window_length_in_seconds,
             )
         self._emit(counts, actual_window_length_in_seconds)
+
+    def _first_warning(self) -> bool:
+        """Whether no task of this component has logged the startup warning in this run
+        (in this process) yet; from now on, one has."""
+        token = object()
+        return self._warned.setdefault(self.warning_key, token) is token
 
     def _emit(self, counts: dict[Any, int], actual_window_length_in_seconds: int) -> None:
         for obj, count in counts.items():
@@ -490,6 +509,10 @@ def build_topology(spout: Spout | None = None) -> StormTopology:
 
 
 conf = Config()
+
+#: What ``squall run`` shows under its final metrics: the last rankings ``finalRanker``
+#: emitted (every 2 seconds), as ``--show finalRanker`` would.
+show = ["finalRanker"]
 
 
 def main() -> None:

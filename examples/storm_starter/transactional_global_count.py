@@ -119,6 +119,11 @@ class UpdateGlobalCount(BatchBolt, Committer):
         declarer.declare(Fields("id", "sum"))
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: the global count after each of the last transactions ``sum`` committed.
+show = ["sum"]
+
+
 def build_topology(
     data: dict[int, list[list[Any]]] | None = None, take: int = PARTITION_TAKE_PER_BATCH
 ) -> StormTopology:

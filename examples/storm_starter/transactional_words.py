@@ -190,6 +190,11 @@ class BucketCountUpdater(BatchBolt):
         declarer.declare(Fields("id", "bucket", "count"))
 
 
+#: What ``squall run`` shows under its final metrics (as ``--show`` would):
+#: each word's latest count and each bucket's latest size, as the committers emitted them.
+show = ["count@key", "buckets@bucket"]
+
+
 def build_topology(
     data: dict[int, list[list[Any]]] | None = None, take: int = PARTITION_TAKE_PER_BATCH
 ) -> StormTopology:

@@ -310,10 +310,12 @@ def _spark_only(engine: str, **options: Any) -> None:
     "--show",
     "show_options",
     multiple=True,
-    metavar="COMPONENT[:STREAM]",
+    metavar="COMPONENT[:STREAM][@FIELD]",
     help="Show, under the final metrics, the last tuples COMPONENT emitted (on STREAM "
-    "only, if given), with how many it emitted (repeatable). Local engine only; its "
-    "workers then run as threads of this process.  [default: the file's `show`]",
+    "only, if given; with @FIELD, the latest tuple of each of the last values of FIELD, "
+    "such as each word's latest count), with how many it emitted (repeatable). Local "
+    "engine only; its workers then run as threads of this process.  [default: the "
+    "file's `show`]",
 )
 @click.option(
     "--show-last",
@@ -515,7 +517,8 @@ def _shown(
 
     Raises:
         click.BadParameter: a ``--show`` (or the file's ``show``) that is not
-            ``COMPONENT[:STREAM]`` or names no user component or stream of the topology.
+            ``COMPONENT[:STREAM][@FIELD]`` or names no user component, stream or field of
+            the topology.
         click.UsageError: ``--show`` where it cannot be shown.
     """
     given = bool(options)

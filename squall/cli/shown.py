@@ -12,13 +12,12 @@ thread once the topology is stopped.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.padding import Padding
 from rich.text import Text
 
 from squall.cli.formats import count
@@ -37,27 +36,44 @@ _INTERNAL = ("__", "$")
 
 @dataclass(frozen=True)
 class ShowTarget:
-    """One ``--show COMPONENT[:STREAM]``: a component and, optionally, one stream."""
+    """One ``--show COMPONENT[:STREAM][@FIELD]``: a component, optionally one of its
+    streams, and optionally a field whose latest tuple per value is shown (instead of
+    the last tuples)."""
 
     component: str
     stream: str | None = None
+    by: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> ShowTarget:
-        """``COMPONENT`` or ``COMPONENT:STREAM`` (split at the last colon).
+        """``COMPONENT``, ``COMPONENT:STREAM``, either followed by ``@FIELD`` (split at
+        the last ``@``, then at the last colon).
 
         Raises:
-            ValueError: an empty component or stream.
+            ValueError: an empty component, stream or field.
         """
-        component, colon, stream = text.rpartition(":")
+        rest, at, by = text.rpartition("@")
+        if not at:
+            rest, by = text, ""
+        component, colon, stream = rest.rpartition(":")
         if not colon:
-            component, stream = text, ""
-        if not component.strip() or (colon and not stream.strip()):
-            raise ValueError(f"{text!r} is not COMPONENT or COMPONENT:STREAM")
-        return cls(component.strip(), stream.strip() or None)
+            component, stream = rest, ""
+        if not component.strip() or (colon and not stream.strip()) or (at and not by.strip()):
+            raise ValueError(f"{text!r} is not COMPONENT[:STREAM][@FIELD]")
+        return cls(component.strip(), stream.strip() or None, by.strip() or None)
 
     def __str__(self) -> str:
-        return self.component if self.stream is None else f"{self.component}:{self.stream}"
+        stream = "" if self.stream is None else f":{self.stream}"
+        by = "" if self.by is None else f"@{self.by}"
+        return f"{self.component}{stream}{by}"
+
+    def streams(self, topology: StormTopology) -> list[str]:
+        """The streams shown: STREAM, else every stream the component declares but its
+        internal ones."""
+        if self.stream is not None:
+            return [self.stream]
+        spec = topology.get_component(self.component)
+        return [stream for stream in spec.streams if not stream.startswith(_INTERNAL)]
 
 
 def check_targets(targets: Iterable[ShowTarget], topology: StormTopology) -> list[str]:
@@ -80,67 +96,77 @@ def check_targets(targets: Iterable[ShowTarget], topology: StormTopology) -> lis
                 f"component {target.component!r} declares no stream {target.stream!r} "
                 f"(its streams: {streams})"
             )
+        elif target.by is not None:
+            for stream in target.streams(topology):
+                fields = list(spec.streams[stream].fields)
+                if target.by not in fields:
+                    problems.append(
+                        f"stream {stream!r} of component {target.component!r} has no field "
+                        f"{target.by!r} (its fields: {', '.join(fields) or 'none'})"
+                    )
     return problems
 
 
 class ShownEmits:
     """The emit listener of ``--show``: per shown component and stream, the number of
-    tuples emitted and the last ``last`` of them.
+    tuples emitted and the last ``last`` of them (with ``@FIELD``: the latest tuple of
+    each of the ``last`` values of FIELD seen most recently).
 
-    Called from every task thread of the engine; a lock keeps the counts and queues
-    consistent. Emits of components that are not shown cost a set lookup.
+    Called from every task thread of the engine; a lock keeps the counts and tuples
+    consistent. Emits of components that are not shown cost a dict lookup.
     """
 
     def __init__(self, targets: Sequence[ShowTarget], topology: StormTopology, last: int) -> None:
         self.targets = list(targets)
         self.last = last
-        self._topology = topology
-        #: component -> the streams shown (None: all of them).
-        self._wanted: dict[str, set[str] | None] = {}
+        #: (component, stream) shown -> the position of its ``@FIELD`` (None: none).
+        self._shown: dict[tuple[str, str], int | None] = {}
         for target in self.targets:
-            current = self._wanted.get(target.component, set())
-            if target.stream is None or current is None:
-                self._wanted[target.component] = None
-            else:
-                self._wanted[target.component] = current | {target.stream}
+            spec = topology.get_component(target.component)
+            for stream in target.streams(topology):
+                fields = list(spec.streams[stream].fields)
+                index = fields.index(target.by) if target.by is not None else None
+                self._shown[(target.component, stream)] = index
+        self._components = {component for component, _ in self._shown}
+        self._topology = topology
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
-        self._tuples: dict[tuple[str, str], deque[list[Any]]] = {}
+        self._tuples: dict[tuple[str, str], OrderedDict[Any, list[Any]]] = {}
 
     def __call__(
         self, component_id: str, stream: str, task: int, values: Sequence[Any], targets: list[int]
     ) -> None:
-        if component_id not in self._wanted:
-            return
-        streams = self._wanted[component_id]
-        if streams is not None and stream not in streams:
+        if component_id not in self._components:
             return
         key = (component_id, stream)
+        if key not in self._shown:
+            return
+        index = self._shown[key]
         with self._lock:
-            self._counts[key] = self._counts.get(key, 0) + 1
-            queue = self._tuples.get(key)
-            if queue is None:
-                queue = self._tuples[key] = deque(maxlen=self.last)
-            queue.append(list(values))
+            count_so_far = self._counts.get(key, 0) + 1
+            self._counts[key] = count_so_far
+            kept = self._tuples.get(key)
+            if kept is None:
+                kept = self._tuples[key] = OrderedDict()
+            slot = _hashable(values[index]) if index is not None else count_so_far
+            kept[slot] = list(values)
+            kept.move_to_end(slot)
+            if len(kept) > self.last:
+                kept.popitem(last=False)
 
     def emitted(self, component: str, stream: str = "default") -> tuple[int, list[list[Any]]]:
-        """How many tuples ``component`` emitted on ``stream`` and the last ones kept,
-        oldest first."""
+        """How many tuples ``component`` emitted on ``stream`` and the ones kept, oldest
+        (least recently updated) first."""
         with self._lock:
             key = (component, stream)
-            return self._counts.get(key, 0), list(self._tuples.get(key, ()))
+            return self._counts.get(key, 0), list(self._tuples.get(key, {}).values())
 
     def view(self) -> RenderableType:
         """Per shown component and stream, a line saying how many tuples it emitted, then
-        the last ones, one a line (their values as a Python list)."""
+        the ones kept, one a line (their values as a Python list)."""
         parts: list[RenderableType] = []
         for target in self.targets:
-            spec = self._topology.get_component(target.component)
-            streams = (
-                [target.stream]
-                if target.stream is not None
-                else [s for s in spec.streams if not s.startswith(_INTERNAL)]
-            )
+            streams = target.streams(self._topology)
             with self._lock:
                 emitting = [s for s in streams if self._counts.get((target.component, s))]
             if not emitting:
@@ -148,15 +174,26 @@ class ShownEmits:
                 parts.append(Text(f"{target.component} emitted no tuples{where}"))
                 continue
             for stream in emitting:
-                total, last = self.emitted(target.component, stream)
+                total, kept = self.emitted(target.component, stream)
                 plural = "tuple" if total == 1 else "tuples"
-                kept = "" if len(last) == total else f"; the last {len(last)}"
+                if target.by is not None:
+                    which = f"; the latest of each of the last {len(kept)} values of {target.by}"
+                else:
+                    which = "" if len(kept) == total else f"; the last {len(kept)}"
                 parts.append(
                     Text(
                         f"{target.component} emitted {count(total)} {plural} "
-                        f"on stream {stream}{kept}:"
+                        f"on stream {stream}{which}:"
                     )
                 )
-                lines = Text("\n".join(repr(values) for values in last))
-                parts.append(Padding(lines, (0, 0, 0, 2), expand=False))
+                parts.append(Text("\n".join(f"  {values!r}" for values in kept)))
         return Group(*parts)
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` as a dict key (its ``repr`` when it cannot be one)."""
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
