@@ -3,6 +3,7 @@ printed under the final metrics, exactly."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 from pathlib import Path
 
@@ -233,3 +234,49 @@ def test_show_is_refused_where_it_cannot_watch_the_emits(tmp_path: Path) -> None
     )
     assert default.exit_code == 0, default.output
     assert shown_lines(default.output) == []
+
+
+LOGGING = """
+import logging
+
+LOG = logging.getLogger("numbers_app")
+
+
+class Logged(BasicBolt):
+    def execute(self, tup, collector):
+        if tup["n"] == 20:
+            LOG.info("reached %d", tup["n"])
+            LOG.debug("not shown")
+
+
+def logged():
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", Numbers())
+    builder.set_bolt("logged", Logged()).shuffle_grouping("numbers")
+    return builder.create_topology()
+"""
+
+
+def test_the_files_loggers_show_their_info_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Storm's local mode shows a topology's logs: the file's module-level loggers'
+    INFO lines appear (debug ones do not), while logging is not configured."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    path = numbers_file(tmp_path, LOGGING)
+    result = run(path + ":logged")
+    assert result.exit_code == 0, result.output
+    logged = [line.split()[-3:] for line in result.output.splitlines() if "reached" in line]
+    assert logged == [["INFO", "reached", "20"]]
+    assert "not shown" not in result.output
+    assert logging.getLogger("numbers_app").handlers == []  # restored after the run
+
+
+def test_a_configured_logging_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = logging.NullHandler()
+    monkeypatch.setattr(logging.getLogger(), "handlers", [handler])
+    result = run(numbers_file(tmp_path, LOGGING) + ":logged")
+    assert result.exit_code == 0, result.output
+    assert "reached" not in result.output

@@ -1,6 +1,7 @@
 """storm-starter's ports run with ``squall run`` exactly as their docstrings say, and
 each run shows its results: the tuples its module's ``show`` names under the final
-metrics, or what its topology prints itself (as Storm's ``PrinterBolt`` does).
+metrics, or what its topology prints or logs itself (as Storm's ``PrinterBolt`` and
+its examples' loggers do).
 
 Every documented ``squall run`` of ``examples/storm_starter/`` (but the DRPC recipes'
 steps run in the background, ``... &``, which need a DRPC server and a client) starts at
@@ -37,8 +38,6 @@ NO_SHOWN_RESULTS = {
     # Its counts live in a Trident state that only DRPC queries read; its python
     # command prints their answers.
     "trident_word_count",
-    # Its windows' counts go to a peek that logs them at INFO, as Storm's does.
-    "trident_windowing",
 }
 
 
@@ -143,7 +142,20 @@ def test_documented_run_shows_its_results(command: str, started: dict[str, Start
     elif name in NO_SHOWN_RESULTS:
         assert shown_blocks(out) == {}
     else:
-        assert printed_lines(out), f"{command} shows no results:\n{out}"
+        printed = printed_lines(out)
+        assert printed, f"{command} shows no results:\n{out}"
+        if name == "trident_windowing":
+            _trident_windowing(printed)
+
+
+def _trident_windowing(printed: list[str]) -> None:
+    """Its peek logs each window's count at INFO, as Storm's does, and squall run shows
+    the file's own loggers: the sliding count window of 1000 words, every 100 words."""
+    pattern = r".*INFO +Received tuple: \[TridentTuple\(\{'count': (\d+)\}\)\]"
+    counts = [int(match[1]) for line in printed if (match := re.fullmatch(pattern, line.strip()))]
+    assert len(counts) == len(printed), printed
+    assert counts[:3] == [100, 200, 300]  # the window fills up, 100 words at a time
+    assert all(count % 100 == 0 and count <= 1000 for count in counts)
 
 
 def test_every_port_with_a_squall_run_command_is_tested() -> None:

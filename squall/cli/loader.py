@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -71,8 +72,10 @@ class LoadedTopology:
         source: where it was found, as ``FILE.py:NAME``.
         conf: the file's base configuration (its ``conf``/``CONF`` dict, or empty).
         default_name: the name to run it under unless told otherwise (the file's stem).
-        show: the file's ``show``: the ``COMPONENT[:STREAM]`` whose last tuples
+        show: the file's ``show``: the ``COMPONENT[:STREAM][@FIELD]`` whose tuples
             ``squall run`` shows unless ``--show`` is given (empty: none).
+        loggers: the names of the loggers the file defines at module level (``LOG =
+            logging.getLogger(...)``), but squall's own.
     """
 
     topology: StormTopology
@@ -80,6 +83,7 @@ class LoadedTopology:
     conf: dict[str, Any]
     default_name: str
     show: tuple[str, ...] = ()
+    loggers: tuple[str, ...] = ()
 
 
 def load_module(path: Path) -> ModuleType:
@@ -142,7 +146,21 @@ def load_topology(target: TopologyTarget) -> LoadedTopology:
         find_conf(module),
         target.default_topology_name,
         find_show(module),
+        find_loggers(module),
     )
+
+
+def find_loggers(module: ModuleType) -> tuple[str, ...]:
+    """The names of the ``logging.Logger`` objects among the module's attributes, but
+    those of the ``squall`` hierarchy (the ``-v`` option's)."""
+    names = {
+        value.name
+        for value in vars(module).values()
+        if isinstance(value, logging.Logger)
+        and value.name != "squall"
+        and not value.name.startswith("squall.")
+    }
+    return tuple(sorted(names))
 
 
 #: The module-level name of what ``squall run`` shows by default.

@@ -29,7 +29,13 @@ from squall.cli.loader import (
     load_topology,
     parse_conf_options,
 )
-from squall.cli.running import RunOptions, failed, run_topology, squall_logging
+from squall.cli.running import (
+    RunOptions,
+    failed,
+    file_logging,
+    run_topology,
+    squall_logging,
+)
 from squall.cli.shown import DEFAULT_LAST, ShownEmits, ShowTarget, check_targets
 from squall.local.cluster import LocalCluster
 from squall.model.config import Config, check_config_keys, effective_config
@@ -469,6 +475,7 @@ def run(
 
         with (
             squall_logging(console, verbose),
+            file_logging(console, loaded.loggers),
             spark_scratch(engine, master, spark_conf) as settings,
             _cluster(engine, master, checkpoint, settings, verbose) as cluster,
             _ui_server(cluster, ui, served, console),

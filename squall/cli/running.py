@@ -78,6 +78,38 @@ def squall_logging(console: Console, verbose: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
+@contextmanager
+def file_logging(console: Console, names: tuple[str, ...]) -> Iterator[None]:
+    """Show the ``INFO`` records (and above) of the user's file's loggers (``names``)
+    on ``console`` for the duration of a run, as Storm's local mode shows its
+    topologies' logs: above the live table, which they do not garble.
+
+    Only while Python's logging is not configured (the root logger has no handler)
+    and for loggers without handlers of their own: a configuration of the user's
+    wins. Records of tasks in worker processes stay there. The loggers' handlers,
+    levels and propagation are restored afterwards.
+    """
+    if logging.getLogger().handlers:
+        yield
+        return
+    saved: list[tuple[logging.Logger, list[logging.Handler], int, bool]] = []
+    for name in names:
+        logger = logging.getLogger(name)
+        if logger.handlers:
+            continue
+        saved.append((logger, list(logger.handlers), logger.level, logger.propagate))
+        logger.handlers = [RichHandler(console=console, show_path=False)]
+        logger.propagate = False
+        if logger.level == logging.NOTSET or logger.level > logging.INFO:
+            logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        for logger, handlers, level, propagate in saved:
+            logger.handlers, logger.propagate = handlers, propagate
+            logger.setLevel(level)
+
+
 def run_topology(
     cluster: Cluster,
     name: str,
