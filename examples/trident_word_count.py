@@ -17,7 +17,8 @@ Run it::
 
 ``build_topology(drpc)`` returns the topology (the tests use it with a ``LocalDRPC``);
 ``squall run examples/trident_word_count.py --seconds 5`` runs it too, with a
-``LocalDRPC`` nobody queries.
+``LocalDRPC`` nobody queries: the counts stay in the state, so the run shows its metrics
+only (the ``python`` command above prints the answers to four queries).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ Run it::
     python examples/storm_starter/trident_word_count.py
     squall run examples/storm_starter/trident_word_count.py --seconds 5
 
+The counts live in the state, which only the DRPC function reads: ``python`` queries
+it and prints the answers, as Storm's ``main`` does, while ``squall run`` runs the
+topology with a ``LocalDRPC`` nobody queries, so its metrics are all it shows.
+
 ``build_topology(drpc, sentences, cycle, parallelism)`` returns the topology; the tests
 give it a ``LocalDRPC`` and a finite input.
 """
