@@ -127,10 +127,15 @@ def nothing_lost(*args: Any) -> None:
     return None
 
 
-@pytest.mark.parametrize("decided_by", sorted(DECIDED_BY))
+@pytest.mark.parametrize(
+    ("decided_by", "new"),
+    [(check, 500) for check in sorted(DECIDED_BY)] + [("record at the position", 300)],
+)
 def test_a_topic_made_again_and_filled_before_the_spout_is_back_is_read_from_its_start(
-    memory_broker: TansuBroker, monkeypatch: pytest.MonkeyPatch, decided_by: str
+    memory_broker: TansuBroker, monkeypatch: pytest.MonkeyPatch, decided_by: str, new: int
 ) -> None:
+    """``new`` records in the new log: past the spout's position (300), or as many as
+    the old log had (its end not behind the position)."""
     broker = memory_broker
     off, reason = DECIDED_BY[decided_by]
     if "topic_ids" in off:
@@ -141,15 +146,15 @@ def test_a_topic_made_again_and_filled_before_the_spout_is_back_is_read_from_its
         topic, group, recorder = start_reading(cluster, broker, "remade")
         cluster.deactivate("remade")
         settle(cluster, "remade")
-        replace_broker(broker, topic, 500)
+        replace_broker(broker, topic, new)
         watch = CommitWatch(broker, group, topic, recorder).start()
         cluster.activate("remade")
-        wait_until(lambda: broker.committed(group, topic, 1) == [500], timeout=60.0)
+        wait_until(lambda: broker.committed(group, topic, 1) == [new], timeout=60.0)
         assert cluster.wait_idle("remade")
         watch.stop()
         found = errors(cluster, "remade")
         cluster.kill_topology("remade")
-    assert recorder.seen()[300:] == records(topic, values(500, "w"))
+    assert recorder.seen()[300:] == records(topic, values(new, "w"))
     assert watch.violations == []
     assert watch.samples > 0
     again = [e for e in found if f"partition {topic}/0: " in e and "reading it again" in e]

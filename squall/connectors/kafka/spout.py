@@ -618,9 +618,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             errors, self._errors = self._errors, []
             for error in errors:
                 if is_unreachable(error):
-                    self._doubt()
-                    if self._outage.ready():
-                        self._unreachable(one_line(error))
+                    self._client_unreachable(error)
                 elif error.fatal():
                     self._report_once(f"{self._label}: fatal consumer error: {one_line(error)}")
         if self._commits.confirmed:
@@ -649,9 +647,7 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
         ):
             self._restart_partition(tp, f"offset out of range ({one_line(error)})")
         elif is_unreachable(error):
-            self._doubt()
-            if self._outage.ready():
-                self._unreachable(one_line(error))
+            self._client_unreachable(error)
         else:
             where = f"{tp[0]}/{tp[1]}"
             self._report_once(f"{self._label}: consumer error on {where}: {one_line(error)}")
@@ -697,12 +693,23 @@ class KafkaSpout(SpoutPartitions, Spout, ValidatesSubmission, ReportsMetrics):
             self._lister = confluent.Consumer(self._client_conf())
         return self._consumer
 
-    def _unreachable(self, cause: Any) -> None:
+    def _unreachable(self, cause: Any, doubt: bool = True) -> None:
         """Report that the broker cannot be reached and start (or go on with) the
-        back-off."""
+        back-off; ``doubt``: hold the partitions until their logs are checked (a
+        request of the task's failed)."""
         error = cause if isinstance(cause, BaseException) else ConnectionError(str(cause))
-        self._doubt()
+        if doubt:
+            self._doubt()
         self.collector.report_error(self._outage.failed(error))
+
+    def _client_unreachable(self, error: Any) -> None:
+        """A client error saying a broker cannot be reached: reported with the back-off;
+        the partitions are held only when every broker is down (one broker of several
+        going away cannot replace a log)."""
+        if error.code() == kafka().KafkaError._ALL_BROKERS_DOWN:
+            self._doubt()
+        if self._outage.ready():
+            self._unreachable(one_line(error), doubt=False)
 
     def _report_once(self, text: str) -> None:
         now = time.monotonic()

@@ -337,8 +337,11 @@ class SpoutPartitions:
                 suspect
             )
 
-        if self._buffer:
-            self._buffer = deque(m for m in self._buffer if kept(m))
+        buffer = self._buffer
+        if buffer:  # in place: next_tuple may be going through it
+            remaining = [m for m in buffer if kept(m)]
+            buffer.clear()
+            buffer.extend(remaining)
         self._stash = [m for m in self._stash if kept(m)]
         self._amo_waiting = [m for m in self._amo_waiting if kept(m)]
 
