@@ -4,9 +4,10 @@ final metrics.
 A :class:`ShownEmits` is the run's emit listener (``submit_topology(...,
 emit_listener=...)``): the engine calls it on the emitting task's thread after every
 emit of a user component, and it keeps, for each shown component and stream, how many
-tuples were emitted and the last ones (a bounded queue, so memory stays constant
-whatever the run's length). :meth:`ShownEmits.view` renders them on the command's
-thread once the topology is stopped.
+tuples were emitted and the last ones, or with ``@FIELD`` the latest tuple of each of
+the values of FIELD seen last (at most ``--show-last`` of them, so memory stays
+constant whatever the run's length). :meth:`ShownEmits.view` renders them on the
+command's thread once the topology is stopped.
 """
 
 from __future__ import annotations
