@@ -122,3 +122,61 @@ def test_partitions_not_fetched_are_asked_of_the_broker_for_the_lag() -> None:
     assert spout._listed == {("t", 1): (100, 16_000)}
     values = offset_metrics(spout._consumer, spout._assigned, parts, spout._listed)
     assert values["t/totalSpoutLag"] == 40 + 15_900
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def report_error(self, error: BaseException) -> None:
+        self.errors.append(str(error))
+
+
+class Committed:
+    """A consumer whose group committed ``offset`` for every partition asked."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def committed(self, partitions: list[Any], timeout: float) -> list[Any]:
+        for partition in partitions:
+            partition.offset = self.offset
+        return partitions
+
+
+def test_a_check_the_broker_refuses_is_reported_and_the_others_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import confluent_kafka
+
+    from squall.connectors.kafka import spoutpartitions
+
+    def refused(*args: Any) -> dict[str, str]:
+        error = confluent_kafka.KafkaError(
+            confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED, "not allowed"
+        )
+        raise confluent_kafka.KafkaException(error)
+
+    def unreachable(*args: Any) -> dict[str, str]:
+        error = confluent_kafka.KafkaError(confluent_kafka.KafkaError._TRANSPORT, "down")
+        raise confluent_kafka.KafkaException(error)
+
+    monkeypatch.setattr(spoutpartitions, "probe", lambda *args: {})
+    monkeypatch.setattr(spoutpartitions, "topic_ids", refused)
+    spout = KafkaSpout("127.0.0.1:9092", "t", "g")
+    spout._label, spout._reported = "KafkaSpout 'events'", {}
+    spout.collector = Collector()  # type: ignore[assignment]
+    spout._poll_timeout = spout._request_timeout = 1.0
+    spout._outage = type("NoOutage", (), {"failures": 0})()  # type: ignore[assignment]
+    spout._parts = {("t", 0): PartitionOffsets(committed=300, next_offset=300)}
+    spout._topic_ids, spout._last, spout._admin = {"t": "id-1"}, {}, object()
+    spout._consumer = Committed(-1001)
+    assert spout._log_changes([("t", 0)]) == {
+        ("t", 0): "the group's committed offset is none where the broker had confirmed 300"
+    }
+    assert spout.collector.errors == [
+        "KafkaSpout 'events': could not read topic ids to check the logs: not allowed"
+    ]
+    monkeypatch.setattr(spoutpartitions, "topic_ids", unreachable)
+    with pytest.raises(confluent_kafka.KafkaException):  # held, tried again after the back-off
+        spout._log_changes([("t", 0)])

@@ -13,7 +13,8 @@ spout task's thread, inside ``next_tuple``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from squall.connectors.errors import ConnectorError
@@ -21,6 +22,7 @@ from squall.connectors.kafka.assignment import task_partitions
 from squall.connectors.kafka.client import (
     TopicSelection,
     end_offsets,
+    is_unreachable,
     kafka,
     list_partitions,
     one_line,
@@ -376,24 +378,27 @@ class SpoutPartitions:
         a topic id changed, the group's committed offset below one the broker confirmed,
         or the record at the task's position gone or different.
 
+        A check the broker refuses for another reason than being out of reach (an
+        unsupported request, an authorization) is reported and left out.
+
         Raises:
-            KafkaException: the broker did not answer in time.
+            KafkaException: the broker could not be reached or did not answer in time.
         """
         confluent = kafka()
         changes: dict[Tp, str] = {}
         if not held:
             return changes
+        wait = self._wait()
         known = {tp[0] for tp in held if tp[0] in self._topic_ids}
-        if known:
-            now_ids = topic_ids(self._admin_client(), known, self._wait())
+        now_ids = self._ask("topic ids", lambda: topic_ids(self._admin_client(), known, wait))
+        if known and now_ids is not None:
             for tp in held:
                 before, after = self._topic_ids.get(tp[0]), now_ids.get(tp[0])
                 if before is not None and after is not None and before != after:
                     changes[tp] = f"the topic's id is {after}, not {before}"
-        found = self._consumer.committed(
-            [confluent.TopicPartition(t, p) for t, p in held], timeout=self._wait()
-        )
-        for entry in found:
+        wanted = [confluent.TopicPartition(t, p) for t, p in held]
+        found = self._ask("committed offsets", lambda: self._consumer.committed(wanted, wait))
+        for entry in found or []:
             tp = (entry.topic, entry.partition)
             state = self._parts.get(tp)
             if tp in changes or state is None or state.committed is None:
@@ -408,21 +413,44 @@ class SpoutPartitions:
                 continue
             last = self._last.get(tp)
             offsets[tp] = last.offset() if last is not None else state.next_offset - 1
-        answers = probe(self._client_conf(), offsets, self._wait())
-        for tp, answer in answers.items():
+        answers = self._ask("records", lambda: probe(self._client_conf(), offsets, wait))
+        for tp, answer in (answers or {}).items():
             last = self._last.get(tp)
             if last is not None and last.offset() == offsets[tp]:
                 low = None
                 if answer[0] == "out of range":
-                    low, _ = self._lister.get_watermark_offsets(
-                        confluent.TopicPartition(tp[0], tp[1]), timeout=self._wait()
-                    )
+                    found_range = self._ask("the log's start", partial(self._range, tp, wait))
+                    low = found_range[0] if found_range is not None else None
                 why = record_changed(last, answer, low)
             else:
                 why = end_before(answer, offsets[tp] + 1)
             if why is not None:
                 changes[tp] = why
         return changes
+
+    def _range(self, tp: Tp, wait: float) -> tuple[int, int]:
+        """``tp``'s start and end, asked of the broker."""
+        partition = kafka().TopicPartition(tp[0], tp[1])
+        low, high = self._lister.get_watermark_offsets(partition, timeout=wait)
+        return low, high
+
+    def _ask(self, what: str, request: Callable[[], Any]) -> Any:
+        """``request()``'s answer; None (reported) if the broker refused it for another
+        reason than being out of reach.
+
+        Raises:
+            KafkaException: the broker could not be reached or did not answer in time.
+        """
+        confluent = kafka()
+        try:
+            return request()
+        except confluent.KafkaException as error:
+            if is_unreachable(error):
+                raise
+            self._report_once(
+                f"{self._label}: could not read {what} to check the logs: {one_line(error)}"
+            )
+            return None
 
     def _admin_client(self) -> Any:
         if self._admin is None:
