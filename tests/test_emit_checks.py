@@ -28,6 +28,7 @@ from squall.runtime.metrics import ErrorInfo
 from squall.testing import CapturingBolt, FixedTupleSpout, SharedRecord
 from squall.transactional import BatchBolt, MemoryTransactionalSpout, TransactionalTopologyBuilder
 from squall.trident import (
+    BatchSpout,
     FixedBatchSpout,
     Function,
     TridentCollector,
@@ -238,3 +239,43 @@ def test_a_trident_function_emitting_the_wrong_number_of_values(engine: Engine) 
     )
     trace = first.error + first.traceback
     assert "in process" in trace  # the each processor that checked the function's emit
+
+
+class TwoFieldSpout(BatchSpout):
+    """Declares two output fields; its first batch holds a tuple of one value."""
+
+    def get_output_fields(self) -> Fields:
+        return Fields("a", "b")
+
+    def emit_batch(self, batch_id: int, collector: Any) -> None:
+        if batch_id == 1:
+            collector.emit([7])
+
+    def ack(self, batch_id: int) -> None:
+        """Nothing to release."""
+
+
+def test_a_trident_spout_emitting_the_wrong_number_of_values(engine: Engine) -> None:
+    """Locally the spout's emitter reports the error and its batch is tried again; on
+    Spark the batch spout emits in its source, whose error stops the query (the
+    topology's ``failure``)."""
+    topology = TridentTopology()
+    topology.new_stream("spout", TwoFieldSpout()).each(
+        Fields("a"), lambda tup: tup["a"], Fields("c")
+    )
+    with engine.running(topology, name="spout") as run:
+        if engine.is_spark:
+            wait_until(lambda: run.info().status == "FAILED", engine.timeout, 0.02)
+            figures = run.info().spark
+            assert figures is not None and figures.failure is not None
+            line = figures.failure
+        else:
+            wait_until(lambda: bool(errors(run)), engine.timeout, 0.02)
+            assert where(run) == ["spout"]
+            line = raised(errors(run)[0])
+    expected = (
+        "ValueError: component 'spout' emitted 2 value(s) on stream 'default', which "
+        "declares 3 field(s) ['$attempt', 'a', 'b']: [{}, 7]"
+    )
+    attempt = r"TransactionAttempt\(txid=1, attempt=0x[0-9a-f]+\)"
+    assert re.fullmatch(re.escape(expected).replace(r"\{\}", attempt), line)

@@ -13,8 +13,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from squall.model.fields import Fields
 from squall.runtime.codepickle import Carried
 from squall.runtime.context import TopologyContext
+from squall.runtime.emitchecks import check_emit
 from squall.runtime.latency import LatencyHistogram
 from squall.spark.control.taskcache import TASKS
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
@@ -29,6 +31,7 @@ from squall.spark.execute.routing import route
 from squall.spark.launch.coreform import core_form
 from squall.spark.launch.processsetup import prepare_process
 from squall.spark.plan.batch import SegmentPlan
+from squall.spark.plan.tasks import TaskLayout
 from squall.transactional.attempt import TransactionAttempt
 from squall.trident.processors import BatchRun, DRPCReturnProcessor, PersistProcessor, Processor
 
@@ -43,14 +46,39 @@ def _cleanup(prepared: tuple[TopologyContext, list[Processor]]) -> None:
 
 
 class _Outputs:
-    """Collects what a segment's processors emit on their output streams."""
+    """Collects what a segment's processors emit on their output streams, each emit
+    checked as the local engine's collector checks the segment's emits (against
+    ``fields``: the streams the segment's component declares, the attempt first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, component_id: str, fields: dict[str, Fields]) -> None:
         self.items: list[tuple[str, list[Any]]] = []
+        self.component_id = component_id
+        self.fields = fields
+        self.widths = {stream: len(declared) for stream, declared in fields.items()}
 
     def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
+        """Keep ``values`` (the attempt first) emitted on ``stream``.
+
+        Raises:
+            ValueError: the stream is not declared, or the number of values differs
+                from its fields (see :func:`~squall.runtime.emitchecks.check_emit`).
+        """
+        if self.widths.get(stream) != len(values):
+            check_emit(self.component_id, stream, values, self.fields)
         self.items.append((stream, list(values[1:])))  # values[0] is the attempt
         return []
+
+
+def declared_fields(layout: TaskLayout, component_id: str) -> dict[str, Fields]:
+    """The fields of every stream ``component_id`` declares in ``layout``'s topology
+    but the engine's own (``__`` streams), as its collector on the local engine knows
+    them."""
+    spec = layout.topology.get_component(component_id)
+    return {
+        stream: declaration.fields
+        for stream, declaration in spec.streams.items()
+        if not stream.startswith("__")
+    }
 
 
 class SegmentStage:
@@ -75,6 +103,8 @@ class SegmentStage:
         #: from one batch to the next, a state kept in a worker (its cache) would miss
         #: what the task wrote from another one.
         self.states_per_batch = states_per_batch
+        #: The streams the segment declares (worked out once per stage object).
+        self._fields: dict[str, Fields] | None = None
         #: Tuples in and emit calls of the last ``run_partition``.
         self.executed = 0
         self.emitted = 0
@@ -118,7 +148,9 @@ class SegmentStage:
         partition: int,
         packets: Iterable[Packet],
     ) -> list[Packet]:
-        outputs = _Outputs()
+        if self._fields is None:
+            self._fields = declared_fields(self.plan.layout, self.plan.component_id)
+        outputs = _Outputs(self.plan.component_id, self._fields)
         attempt = TransactionAttempt(self.txid, self.attempt)
         run = BatchRun(attempt, outputs, processors, partition)
         entries = self.plan.segment.entries

@@ -66,7 +66,8 @@ class BatchSpoutReader(LoggedRowsReader):
             self.spout.open(self.setup.conf, self.setup.emitter_context(0))
 
     def log_batch(self, index: int) -> bool:
-        rows = Rows()
+        # The batch's first attempt (a replay reads the logged rows).
+        rows = self.rows(TransactionAttempt(index + 1, 0))
         self.spout.emit_batch(index + 1, rows)
         if not rows.rows:
             return False
@@ -184,7 +185,7 @@ class PartitionedReader(EmittedOnExecutorsReader):
 
     def _emit(self, emitter: Any, index: int, partition: int) -> list[list[Any]]:
         attempt = TransactionAttempt(index + 1, self.log.attempt(index))
-        out = Rows()
+        out = self.rows(attempt)
         self.emit_partition(emitter, attempt, out, index, partition)
         return out.rows
 

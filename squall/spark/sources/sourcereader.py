@@ -20,6 +20,9 @@ from typing import Any, ClassVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from squall.model.fields import Fields
+from squall.model.tuple import DEFAULT_STREAM
+from squall.runtime.emitchecks import wrong_width
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
 from squall.spark.execute.packets import Packet, Values, packets_to_arrow
 from squall.spark.launch.processsetup import prepare_process
@@ -46,14 +49,36 @@ class BatchPartition(InputPartition):
 class Rows(SpoutCollector):
     """The collector a spout or an emitter emits through, inside the reader: it keeps
     each tuple's values (a Trident spout's collector, without the batch attempt a
-    batch's tuples are given later)."""
+    batch's tuples are given later).
 
-    __slots__ = ("rows",)
+    With the emitting component, the fields of its stream (the attempt first, as the
+    system topology declares them) and the batch's attempt, each emit is checked as the
+    local engine's collector checks it: a tuple of more or fewer values raises the same
+    ``ValueError`` from ``emit``. Runs where the spout emits (the source's process or an
+    executor), on the reader's thread.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_attempt", "_component_id", "_fields", "_width", "rows")
+
+    def __init__(
+        self, component_id: str = "", fields: Fields | None = None, attempt: Any = None
+    ) -> None:
         self.rows: list[Values] = []
+        self._component_id = component_id
+        self._fields = fields
+        self._width = -1 if fields is None else len(fields) - 1
+        self._attempt = attempt
 
     def emit(self, values: Sequence[Any]) -> None:
+        """Keep one tuple of the batch.
+
+        Raises:
+            ValueError: the number of values differs from the spout's output fields.
+        """
+        if len(values) != self._width and self._fields is not None:
+            raise wrong_width(
+                self._component_id, DEFAULT_STREAM, [self._attempt, *values], self._fields
+            )
         self.rows.append(list(values))
 
     def report_error(self, error: BaseException | str) -> None:
@@ -102,6 +127,14 @@ class SourceReader(DataSourceStreamReader):
         if self._setup is None:
             self._setup = read_source_setup(self.files.setup)
         return self._setup
+
+    def rows(self, attempt: Any) -> Rows:
+        """A collector for the spout's tuples of the batch of ``attempt``, checking each
+        as the local engine does (against the emitter's declared stream)."""
+        setup = self.setup
+        spec = setup.layout.topology.get_component(setup.source_id)
+        declared = spec.streams.get(DEFAULT_STREAM)
+        return Rows(setup.source_id, None if declared is None else declared.fields, attempt)
 
     def _driver_side(self) -> None:
         """Open the source on the driver side, once: its spout, coordinator or client."""
