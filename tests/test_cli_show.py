@@ -163,6 +163,14 @@ def test_show_works_with_several_workers(tmp_path: Path) -> None:
     assert sorted(lines[1:]) == sorted(f"  [{n}, {2 * n}]" for n in range(2, 21, 2))
 
 
+def test_the_files_show_leaves_several_workers_as_processes(tmp_path: Path) -> None:
+    path = numbers_file(tmp_path, '\nshow = "router:even"\n')
+    result = run(path, "--conf", "topology.workers=2")
+    assert result.exit_code == 0, result.output
+    assert shown_lines(result.output) == []
+    assert "2 worker(s)" in result.output
+
+
 def test_without_show_nothing_is_shown(tmp_path: Path) -> None:
     result = run(numbers_file(tmp_path))
     assert result.exit_code == 0, result.output

@@ -519,8 +519,11 @@ def _shown(
     the file's ``show`` (None: nothing to show).
 
     The file's ``show`` is left out where the run cannot show it (on Spark, whose tasks
-    run in other processes; with ``topology.worker.kind = "process"``), as it is only a
-    default; ``--show`` there is a usage error.
+    run in other processes; with ``topology.worker.kind = "process"``) and where showing
+    it would change how the topology runs (``topology.workers`` above 1 runs worker
+    processes, which an emit listener turns into threads), as it is only a default;
+    ``--show`` is a usage error where it cannot be shown, and runs the workers as threads
+    where it would otherwise run processes.
 
     Raises:
         click.BadParameter: a ``--show`` (or the file's ``show``) that is not
@@ -532,7 +535,10 @@ def _shown(
     texts = options or default
     if not texts:
         return None
-    processes = conf.get(Config.TOPOLOGY_WORKER_KIND) == "process"
+    kind = conf.get(Config.TOPOLOGY_WORKER_KIND, "auto")
+    processes = kind == "process"
+    if not given and kind == "auto" and int(conf.get(Config.TOPOLOGY_WORKERS) or 1) > 1:
+        return None
     if engine == "spark" or processes:
         if not given:
             return None
