@@ -5,7 +5,10 @@ Spark) for core bolts, transactional batch bolts and Trident functions:
   emit call, naming the component, the stream and the declared streams;
 - an emit of more or fewer values than the stream's fields raises ``ValueError`` naming
   the component, the stream, its fields and the values;
-- an emit on a declared stream no component subscribes to goes nowhere, silently.
+- an emit on a declared stream no component subscribes to goes nowhere, silently;
+- a batch bolt's ``emit`` on a direct stream, ``emit_direct`` to a task that does not
+  subscribe directly, or ``emit_direct`` on a stream not declared direct, raises the
+  collectors' ``ValueError``.
 
 A core bolt's error fails its input tuple (the spout's ``fail`` runs) and is reported
 in the bolt's errors with its traceback, and the topology goes on. A batch bolt's or a
@@ -279,3 +282,67 @@ def test_a_trident_spout_emitting_the_wrong_number_of_values(engine: Engine) -> 
     )
     attempt = r"TransactionAttempt\(txid=1, attempt=0x[0-9a-f]+\)"
     assert re.fullmatch(re.escape(expected).replace(r"\{\}", attempt), line)
+
+
+# --- direct streams of batch bolts ------------------------------------------------------
+
+
+class DirectBatchBolt(BatchBolt):
+    """Emits each ``n`` as the case says: ``emit`` on its direct stream, ``emit_direct``
+    to a task that does not subscribe, or ``emit_direct`` on a stream not direct.
+    Records the tasks of ``sink`` (the direct stream's subscriber)."""
+
+    def __init__(self, case: str) -> None:
+        self.case = case
+        self.record = SharedRecord()
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["attempt", "n"])
+        declarer.declare_stream("direct", ["attempt", "n"], direct=True)
+
+    def prepare(self, conf: Any, context: Any, collector: Any, id: Any) -> None:
+        self.collector = collector
+        self.attempt = id
+        self.sink_tasks = context.get_component_tasks("sink")
+        self.record.append("sink tasks", list(self.sink_tasks))
+
+    def execute(self, tup: Tuple) -> None:
+        n = tup["n"]
+        if self.case == "emit on direct":
+            self.collector.emit([self.attempt, n], "direct")
+        elif self.case == "not a subscriber":
+            self.collector.emit_direct(999, [self.attempt, n], "direct")
+        else:
+            self.collector.emit_direct(self.sink_tasks[0], [self.attempt, n])
+
+    def finish_batch(self) -> None:
+        """Nothing more to emit."""
+
+
+@pytest.mark.parametrize("case", ["emit on direct", "not a subscriber", "not direct"])
+def test_a_batch_bolt_direct_emit(engine: Engine, case: str) -> None:
+    spout = MemoryTransactionalSpout({0: [[1]]}, ["n"], 2)
+    bad = DirectBatchBolt(case)
+    builder = TransactionalTopologyBuilder("direct", "numbers", spout, 1)
+    builder.set_bolt("bad", bad).shuffle_grouping("numbers")
+    builder.set_bolt("sink", Received(), 2).direct_grouping("bad", "direct")
+    with engine.running(builder.build_topology(), name="direct") as run:
+        wait_until(lambda: batch_error_shows(engine, run), engine.timeout, 0.02)
+        line = raised(errors(run)[0])
+    tasks = bad.record.get("sink tasks")[0]
+    expected = {
+        "emit on direct": (
+            "ValueError: component 'bad' used emit on stream 'direct', which is declared "
+            "direct: use emit_direct(task_id, values, ...)"
+        ),
+        "not a subscriber": (
+            "ValueError: component 'bad' emitted direct to task 999 on stream 'direct', "
+            "but that task does not subscribe to the stream with a direct grouping "
+            f"(subscribed tasks: {sorted(tasks)})"
+        ),
+        "not direct": (
+            "ValueError: component 'bad' used emit_direct on stream 'default', which is "
+            "not declared direct (declare it with direct=True)"
+        ),
+    }
+    assert line == expected[case]
