@@ -38,7 +38,7 @@ DOCUMENTS = [
 #: Pages whose blocks need servers: their cases get ``REDIS_URL`` and the others.
 NEEDS_SERVERS = {"connectors.md"}
 #: Pages whose blocks do not run alone yet: each runs as one case (see above).
-WHOLE_PAGES = {"connectors.md"}
+WHOLE_PAGES: set[str] = set()
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
