@@ -4,6 +4,7 @@ printed under the final metrics, exactly."""
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 from pathlib import Path
 
@@ -75,9 +76,12 @@ def run(path: str, *options: str) -> Result:
 
 
 def shown_lines(output: str) -> list[str]:
-    """The lines between the final metrics' caption and the closing line."""
+    """The lines between the final metrics' caption (or the components' own metrics
+    under it) and the closing line."""
     lines = output.rstrip().splitlines()
     start = max(i for i, line in enumerate(lines) if "tuple(s) queued" in line) + 1
+    if start < len(lines) and lines[start].strip() == "components' own metrics":
+        start = next(i for i in range(start, len(lines)) if lines[i].startswith("└")) + 1
     return [line.rstrip() for line in lines[start:-1]]
 
 
@@ -288,3 +292,146 @@ def test_a_configured_logging_is_left_alone(
     result = run(numbers_file(tmp_path, LOGGING) + ":logged")
     assert result.exit_code == 0, result.output
     assert "reached" not in result.output
+
+
+TRIDENT = """
+from squall import Config, Fields
+from squall.trident import Count, FixedBatchSpout, Function, TridentTopology
+from squall.trident.state import MemoryMapState
+
+CONF = Config({Config.TOPOLOGY_TRIDENT_BATCH_EMIT_INTERVAL_MILLIS: 5})
+
+
+class Split(Function):
+    def execute(self, tup, collector):
+        for word in tup[0].split():
+            collector.emit([word])
+
+
+def word_counts(topology):
+    spout = FixedBatchSpout(Fields("sentence"), 3, ["the cow jumped"], ["the man"], ["a cow"])
+    spout.set_cycle(True)  # every batch: the three sentences
+    return (
+        topology.new_stream("sentences", spout)
+        .each(Fields("sentence"), Split(), Fields("word"))
+        .name("split")
+        .group_by(Fields("word"))
+        .persistent_aggregate(MemoryMapState.factory(), Count(), Fields("count"))
+    )
+
+
+def named():
+    topology = TridentTopology()
+    word_counts(topology).new_values_stream().name("counts")
+    return topology.build()
+
+
+def unnamed():
+    topology = TridentTopology()
+    word_counts(topology)
+    return topology.build()
+"""
+
+
+def new_values(batches: int) -> list[str]:
+    """What the word counts' state received from ``batches`` batches, as shown: after
+    batch ``k``, the new count of each word of the batch, in the order the words came."""
+    return [
+        f"  [{word!r}, {times * k}]"
+        for k in range(1, batches + 1)
+        for word, times in [("the", 2), ("cow", 2), ("jumped", 1), ("man", 1), ("a", 1)]
+    ]
+
+
+def numbered(lines: list[str]) -> list[str]:
+    """``lines`` with the segments' stream ids (``s<node id>``, numbered over the whole
+    process) written ``s<N>``."""
+    return [re.sub(r"\bs\d+\b", "s<N>", line) for line in lines]
+
+
+def trident_file(tmp_path: Path) -> str:
+    path = tmp_path / "words.py"
+    path.write_text(textwrap.dedent(TRIDENT), encoding="utf-8")
+    return str(path)
+
+
+def run_trident(path: str, *options: str) -> tuple[list[str], int]:
+    """Run a Trident file for a while (a Trident topology is idle between its batches,
+    so ``--until-idle`` would stop it early): the lines shown, and how many batches
+    the state received (from the tuples counted in the first line, five a batch)."""
+    result = invoke("run", path, "--seconds", "2", "--drain", "5", *options)
+    assert result.exit_code == 0, result.output
+    lines = numbered(shown_lines(result.output))
+    total = re.match(r"\S+ emitted ([\d,]+) tuples", lines[0])
+    assert total, lines
+    emitted = int(total[1].replace(",", ""))
+    assert emitted % 5 == 0 and emitted > 0, lines
+    return lines, emitted // 5
+
+
+def test_show_a_trident_name_shows_the_new_values_of_its_persistent_aggregate(
+    tmp_path: Path,
+) -> None:
+    """``counts`` (``new_values_stream().name("counts")``) is the persistent aggregate of
+    component ``b2-counts``: what its state received in each batch, without the batch's
+    attempt, in order; ``@word`` keeps each word's latest count."""
+    path = trident_file(tmp_path) + ":named"
+    lines, batches = run_trident(path, "--show", "counts", "--show-last", "7")
+    which = "; the last 7" if batches > 1 else ""
+    assert lines == [
+        f"b2-counts emitted {5 * batches:,} tuples on stream s<N>{which}:",
+        *new_values(batches)[-7:],
+    ]
+    lines, batches = run_trident(path, "--show", "counts@word")
+    assert lines[0] == (
+        f"b2-counts emitted {5 * batches:,} tuples on stream s<N>; the latest of each of "
+        "the last 5 values of word:"
+    )
+    assert lines[1:] == new_values(batches)[-5:]
+
+
+def test_an_unnamed_persistent_aggregate_shows_its_new_values_by_component_id(
+    tmp_path: Path,
+) -> None:
+    path = trident_file(tmp_path) + ":unnamed"
+    shown = "b2-persistent_aggregate(Count)@word"
+    lines, batches = run_trident(path, "--show", shown, "--show-last", "2")
+    assert lines == [
+        f"b2-persistent_aggregate(Count) emitted {5 * batches:,} tuples on stream s<N>; the "
+        "latest of each of the last 2 values of word:",
+        f"  ['man', {batches}]",
+        f"  ['a', {batches}]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("show", "message"),
+    [
+        (
+            "nope",
+            "'nope' is not a component of the topology (its components: "
+            "sentences/coordinator, sentences, b1-split, b2-counts) nor a Trident name "
+            "(its names: split, counts)",
+        ),
+        (
+            "split",
+            "Trident name 'split' names an operation of component 'b1-split' whose "
+            "tuples go on to the next operation inside that component, on no stream; "
+            "show 'b1-split' for what the component emits",
+        ),
+        (
+            "counts:other",
+            "Trident name 'counts' shows its operation's output (stream 's<N>' of "
+            "component 'b2-counts'); it takes no :STREAM",
+        ),
+        (
+            "counts@nope",
+            "stream 's<N>' of component 'b2-counts' has no field 'nope' (its fields: word, count)",
+        ),
+    ],
+)
+def test_show_of_a_trident_name_says_what_is_wrong(tmp_path: Path, show: str, message: str) -> None:
+    result = run(trident_file(tmp_path) + ":named", "--show", show)
+    assert result.exit_code == 2, result.output
+    (output,) = numbered([" ".join(result.output.split())])
+    assert f"Invalid value for '--show': {message}" in output

@@ -225,7 +225,8 @@ def storm_shape(topology: TridentTopology) -> list[tuple[Any, ...]]:
     return shape
 
 
-#: ``storm_shape`` of each topology as the compiler made it before it built an IR.
+#: ``storm_shape`` of each topology as the compiler made it before it built an IR (and a
+#: persistent aggregate's segment declaring the stream of its new values since).
 LOWERED = {
     "per_tuple_operations": [
         (
@@ -314,7 +315,7 @@ LOWERED = {
                 ("b1-each(Split)", "$coord", "direct"),
                 ("sentences/coordinator", "$commit", "all"),
             ],
-            {"$coord": ["attempt", "count"]},
+            {"s+4": ["$attempt", "word", "count"], "$coord": ["attempt", "count"]},
         ),
         (
             "b3-recheck",
@@ -401,7 +402,7 @@ LOWERED = {
                 ("b1-state_query(MapGet)", "$coord", "direct"),
                 ("sentences/coordinator", "$commit", "all"),
             ],
-            {"$coord": ["attempt", "count"]},
+            {"s+4": ["$attempt", "sum"], "$coord": ["attempt", "count"]},
         ),
     ],
     "repartitions": [
@@ -622,7 +623,7 @@ LOWERED = {
                 ("b1-each(Split)", "$coord", "direct"),
                 ("sentences/coordinator", "$commit", "all"),
             ],
-            {"$coord": ["attempt", "count"]},
+            {"s+4": ["$attempt", "word", "count"], "$coord": ["attempt", "count"]},
         ),
         (
             "b3-each(Split)",

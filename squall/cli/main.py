@@ -36,7 +36,13 @@ from squall.cli.running import (
     run_topology,
     squall_logging,
 )
-from squall.cli.shown import DEFAULT_LAST, ShownEmits, ShowTarget, check_targets
+from squall.cli.shown import (
+    DEFAULT_LAST,
+    ShownEmits,
+    ShowTarget,
+    check_targets,
+    resolve_targets,
+)
 from squall.local.cluster import LocalCluster
 from squall.model.config import Config, check_config_keys, effective_config
 from squall.model.errors import ComponentError, InvalidTopologyError, SquallError
@@ -528,7 +534,8 @@ def _shown(
     Raises:
         click.BadParameter: a ``--show`` (or the file's ``show``) that is not
             ``COMPONENT[:STREAM][@FIELD]`` or names no user component, stream or field of
-            the topology.
+            the topology (a Trident name stands for its operation's output stream, see
+            ``squall.cli.shown.resolve_targets``).
         click.UsageError: ``--show`` where it cannot be shown.
     """
     given = bool(options)
@@ -553,7 +560,8 @@ def _shown(
         targets = [ShowTarget.parse(text) for text in texts]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=hint) from None
-    problems = check_targets(targets, topology)
+    targets, problems = resolve_targets(targets, topology)
+    problems += check_targets(targets, topology)
     if problems:
         raise click.BadParameter("; ".join(problems), param_hint=hint)
     return ShownEmits(targets, topology, last)

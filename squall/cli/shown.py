@@ -8,6 +8,11 @@ tuples were emitted and the last ones, or with ``@FIELD`` the latest tuple of ea
 the values of FIELD seen last (at most ``--show-last`` of them, so memory stays
 constant whatever the run's length). :meth:`ShownEmits.view` renders them on the
 command's thread once the topology is stopped.
+
+In a Trident topology, COMPONENT may also be a name given with ``.name(...)``
+(:func:`resolve_targets`): it stands for the stream carrying that operation's output,
+in the component its segment runs in. A Trident bolt's tuples are shown without the
+batch's attempt (their first field, ``$attempt``), as the operations see them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from rich.text import Text
 
 from squall.cli.formats import count
 from squall.model.topology import StormTopology
+from squall.trident.ir import NamedOperation, TridentIR
+from squall.trident.segment import ATTEMPT_FIELD
 
 EmitListener = Callable[[str, str, int, Sequence[Any], list[int]], None]
 """Called as ``listener(component_id, stream_id, task_id, values, targets)``."""
@@ -77,19 +84,81 @@ class ShowTarget:
         return [stream for stream in spec.streams if not stream.startswith(_INTERNAL)]
 
 
+def trident_names(topology: StormTopology) -> dict[str, list[NamedOperation]]:
+    """The operations of a Trident topology given a name with ``.name(...)``, by name
+    (empty for other topologies)."""
+    ir = getattr(topology, "batch_ir", None)
+    named: dict[str, list[NamedOperation]] = {}
+    if isinstance(ir, TridentIR):
+        for operation in ir.named_operations():
+            named.setdefault(operation.name, []).append(operation)
+    return named
+
+
+def resolve_targets(
+    targets: Iterable[ShowTarget], topology: StormTopology
+) -> tuple[list[ShowTarget], list[str]]:
+    """``targets`` with each Trident name that is not a component id replaced by the
+    component and stream carrying its operation's output, and one message per name that
+    cannot be shown that way (given to several operations; an operation whose output
+    stays inside its component; a ``:STREAM`` given with the name).
+
+    Runs on the command's thread, before the topology is submitted."""
+    named = trident_names(topology)
+    resolved: list[ShowTarget] = []
+    problems: list[str] = []
+    for target in targets:
+        if target.component in topology or target.component not in named:
+            resolved.append(target)
+            continue
+        name = target.component
+        operations = named[name]
+        operation = operations[0]
+        where = operation.component_id
+        if len(operations) > 1:
+            components = ", ".join(repr(o.component_id) for o in operations)
+            problems.append(
+                f"Trident name {name!r} is given to {len(operations)} operations (in "
+                f"{components}); give them different names or show a component"
+            )
+        elif operation.stream is None:
+            problems.append(
+                f"Trident name {name!r} names an operation of component {where!r} whose "
+                "tuples go on to the next operation inside that component, on no stream; "
+                f"show {where!r} for what the component emits"
+            )
+        elif target.stream is not None:
+            problems.append(
+                f"Trident name {name!r} shows its operation's output (stream "
+                f"{operation.stream!r} of component {where!r}); it takes no :STREAM"
+            )
+        else:
+            resolved.append(ShowTarget(where, operation.stream, target.by))
+    return resolved, problems
+
+
+def shown_fields(fields: Iterable[str]) -> list[str]:
+    """The fields of a stream as shown: a Trident bolt's without the batch's attempt."""
+    listed = list(fields)
+    return listed[1:] if listed[:1] == [ATTEMPT_FIELD] else listed
+
+
 def check_targets(targets: Iterable[ShowTarget], topology: StormTopology) -> list[str]:
-    """What is wrong with ``targets`` for ``topology``: one message per unknown component,
-    system component or undeclared stream (empty when every target can be shown)."""
+    """What is wrong with ``targets`` (resolved by :func:`resolve_targets`) for
+    ``topology``: one message per unknown component, system component or undeclared
+    stream (empty when every target can be shown)."""
     problems = []
     ids = topology.component_ids()
+    names = list(trident_names(topology))
     for target in targets:
         spec = topology.get_component(target.component) if target.component in topology else None
         if target.component.startswith("__") or (spec is not None and spec.system):
             problems.append(f"{target.component!r} is a system component; its tuples are not shown")
         elif spec is None:
+            also = f" nor a Trident name (its names: {', '.join(names)})" if names else ""
             problems.append(
                 f"{target.component!r} is not a component of the topology "
-                f"(its components: {', '.join(ids)})"
+                f"(its components: {', '.join(ids)}){also}"
             )
         elif target.stream is not None and target.stream not in spec.streams:
             streams = ", ".join(s for s in spec.streams if not s.startswith("__")) or "none"
@@ -99,7 +168,7 @@ def check_targets(targets: Iterable[ShowTarget], topology: StormTopology) -> lis
             )
         elif target.by is not None:
             for stream in target.streams(topology):
-                fields = list(spec.streams[stream].fields)
+                fields = shown_fields(spec.streams[stream].fields)
                 if target.by not in fields:
                     problems.append(
                         f"stream {stream!r} of component {target.component!r} has no field "
@@ -120,14 +189,16 @@ class ShownEmits:
     def __init__(self, targets: Sequence[ShowTarget], topology: StormTopology, last: int) -> None:
         self.targets = list(targets)
         self.last = last
-        #: (component, stream) shown -> the position of its ``@FIELD`` (None: none).
-        self._shown: dict[tuple[str, str], int | None] = {}
+        #: (component, stream) shown -> the position of its ``@FIELD`` (None: none) and
+        #: how many leading values are not shown (a Trident bolt's batch attempt).
+        self._shown: dict[tuple[str, str], tuple[int | None, int]] = {}
         for target in self.targets:
             spec = topology.get_component(target.component)
             for stream in target.streams(topology):
                 fields = list(spec.streams[stream].fields)
                 index = fields.index(target.by) if target.by is not None else None
-                self._shown[(target.component, stream)] = index
+                hidden = len(fields) - len(shown_fields(fields))
+                self._shown[(target.component, stream)] = (index, hidden)
         self._components = {component for component, _ in self._shown}
         self._topology = topology
         self._lock = threading.Lock()
@@ -142,7 +213,7 @@ class ShownEmits:
         key = (component_id, stream)
         if key not in self._shown:
             return
-        index = self._shown[key]
+        index, hidden = self._shown[key]
         with self._lock:
             count_so_far = self._counts.get(key, 0) + 1
             self._counts[key] = count_so_far
@@ -150,7 +221,7 @@ class ShownEmits:
             if kept is None:
                 kept = self._tuples[key] = OrderedDict()
             slot = _hashable(values[index]) if index is not None else count_so_far
-            kept[slot] = list(values)
+            kept[slot] = list(values[hidden:])
             kept.move_to_end(slot)
             if len(kept) > self.last:
                 kept.popitem(last=False)

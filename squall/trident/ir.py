@@ -222,6 +222,26 @@ class QueryGroupIR:
 
 
 @dataclass(frozen=True)
+class NamedOperation:
+    """An operation given a name with ``.name(...)`` (``Stream.name``), and where its
+    tuples can be seen in the lowered topology.
+
+    Attributes:
+        name: the name, as given.
+        component_id: the component id of the segment running the operation.
+        stream: the stream the segment emits the operation's output on (``s<node id>``),
+            or ``None`` when its output only goes on to the next operations of its own
+            segment (and so is emitted on no stream).
+        fields: the fields of the operation's output (without the batch's attempt).
+    """
+
+    name: str
+    component_id: str
+    stream: str | None
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TridentIR(BatchIR):
     """A compiled Trident topology: batch sources, segments, the streams between them and
     the query groups.
@@ -270,6 +290,23 @@ class TridentIR(BatchIR):
             if segment.component_id == component_id:
                 return segment
         raise KeyError(f"no Trident segment {component_id!r}")
+
+    def named_operations(self) -> list[NamedOperation]:
+        """Every operation of the segments given a name with ``.name(...)``, in
+        compilation order (runs where it is called; reads the compiled segments only).
+
+        A persistent aggregate's output (its ``new_values_stream()``) is always emitted,
+        so naming that stream (``state.new_values_stream().name("counts")``) names what
+        the state received in each batch."""
+        named = []
+        for segment in self.segments:
+            for processor in segment.segment.processors:
+                node = processor.node
+                if node.name:
+                    stream = processor.output_streams[0] if processor.output_streams else None
+                    fields = tuple(node.output_fields)
+                    named.append(NamedOperation(node.name, segment.component_id, stream, fields))
+        return named
 
     def edges_into(self, component_id: str) -> list[EdgeIR]:
         """The streams segment ``component_id`` receives, in subscription order."""
