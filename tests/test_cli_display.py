@@ -339,7 +339,15 @@ def test_caption_shows_the_engines_resources_instead_of_workers() -> None:
     output = render(metrics_table(realistic_info(spark_resources="")), 200)
     assert "ACTIVE, up 1,234.5 s, 0 worker(s), 0 tree(s) pending" in output
     output = render(metrics_table(realistic_info()), 200)
-    assert "ACTIVE, up 1,234.5 s, 2 worker(s), 1,234 tree(s) pending" in output
+    assert "ACTIVE, up 1,234.5 s, 2 worker(s), 1,234 tree(s) pending, 56,789 tuple(s)" in output
+
+
+def test_caption_names_the_tuples_windows_hold() -> None:
+    info = realistic_info()
+    info.components["count"].custom["window_tuples_held"] = 8
+    info.components["sentences"].custom["window_tuples_held"] = 1_000
+    flat = " ".join(render(metrics_table(info), 200).split())
+    assert "1,234 tree(s) pending, 1,008 tuple(s) held by windows, 56,789 tuple(s) queued" in flat
 
 
 # --- the topology table at any width ----------------------------------------------------

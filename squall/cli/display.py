@@ -24,6 +24,7 @@ from squall.model.topology import ComponentSpec, StormTopology
 from squall.runtime.acker import ACKER_COMPONENT
 from squall.runtime.metrics import ComponentStats, TopologyInfo
 from squall.runtime.plan import TaskPlan
+from squall.windowing.executor import WINDOW_TUPLES_HELD
 
 #: Metrics columns hidden when the table is too wide, first hidden first. The component
 #: and the counts emitted, executed, acked, failed and errors are always shown; when even
@@ -52,19 +53,23 @@ def _ordered(info: TopologyInfo, order: list[str] | None) -> list[ComponentStats
 
 
 def metrics_caption(info: TopologyInfo) -> str:
-    """The line under the metrics: status, uptime, where it runs, pending and queued.
+    """The line under the metrics: status, uptime, where it runs, pending, held and queued.
 
     Where it runs is the Spark session's resources when the engine gives them (such as
     ``"3 executors, 12 cores"``), else the number of workers; pending and queued are
-    the local engine's (0 on Spark).
+    the local engine's (0 on Spark). Tuples held by windowed bolts are named when there
+    are any: a held tuple emitted with a message id is also in a pending tree, an
+    untracked one in none, which is why emitted and acked can differ with nothing pending.
     """
     spark, local = info.spark, info.local
     resources = spark.resources if spark is not None else ""
     where = resources or f"{info.workers} worker(s)"
     pending, queued = (local.pending, local.queued) if local is not None else (0, 0)
+    held = sum(int(stats.custom.get(WINDOW_TUPLES_HELD, 0)) for stats in info.components.values())
+    held_text = f"{count(held)} tuple(s) held by windows, " if held else ""
     return (
         f"{info.status}, up {info.uptime_secs:,.1f} s, {where}, "
-        f"{count(pending)} tree(s) pending, {count(queued)} tuple(s) queued"
+        f"{count(pending)} tree(s) pending, {held_text}{count(queued)} tuple(s) queued"
     )
 
 

@@ -26,6 +26,10 @@ from squall.windowing.spec import LATE_TUPLE_FIELD, check_max_spout_pending
 from squall.windowing.watermarks import WatermarkTracker
 from squall.windowing.window import TupleWindow
 
+#: The counter of the tuples a windowed bolt's windows hold, in its component's ``custom``
+#: figures.
+WINDOW_TUPLES_HELD = "window_tuples_held"
+
 
 class WindowedOutputCollector(OutputCollector):
     """The collector a windowed bolt emits through (on the task's thread): the task's
@@ -266,8 +270,8 @@ class WindowedBoltExecutor(Bolt, ValidatesSubmission, SettlesBatch, ReportsMetri
         return {
             "late_tuples": self.late_tuples,
             "windows_fired": self.windows_fired,
-            "window_tuples_held": len(self.manager),
+            WINDOW_TUPLES_HELD: len(self.manager),
         }
 
 
-__all__ = ["WindowedBoltExecutor", "WindowedOutputCollector"]
+__all__ = ["WINDOW_TUPLES_HELD", "WindowedBoltExecutor", "WindowedOutputCollector"]
