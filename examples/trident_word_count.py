@@ -15,10 +15,16 @@ Run it::
 
     python examples/trident_word_count.py
 
+The state's new values (``new_values_stream()``: after each batch, every word of the
+batch with its new count) are named ``counts``, and the module's ``show = "counts@word"``
+makes ``squall run`` print, under the final metrics, the latest count of each of the
+last words counted (the spout emits the sentences once, so these are the final counts)::
+
+    squall run examples/trident_word_count.py --seconds 5
+
 ``build_topology(drpc)`` returns the topology (the tests use it with a ``LocalDRPC``);
-``squall run examples/trident_word_count.py --seconds 5`` runs it too, with a
-``LocalDRPC`` nobody queries: the counts stay in the state, so the run shows its metrics
-only (the ``python`` command above prints the answers to four queries).
+``squall run`` runs it with a ``LocalDRPC`` nobody queries (the ``python`` command above
+prints the answers to four queries).
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ def build_topology(
         .persistent_aggregate(MemoryMapState.factory(), TridentCount(), Fields("count"))
         .parallelism_hint(4)
     )
+    counts.new_values_stream().name("counts")
     (
         topology.new_drpc_stream("words", drpc if drpc is not None else LocalDRPC())
         .each(Fields("args"), Split(), Fields("word"))
@@ -90,6 +97,10 @@ def build_topology(
         .aggregate(Fields("count"), Sum(), Fields("sum"))
     )
     return topology.build()
+
+
+#: What ``squall run`` shows: the latest new value of each of the last words counted.
+show = "counts@word"
 
 
 def count_words(drpc: LocalDRPC, words: str) -> int:

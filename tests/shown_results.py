@@ -58,6 +58,12 @@ def shown_targets(command: str, module: ModuleType) -> tuple[list[str], int]:
     return options or ([default] if isinstance(default, str) else list(default)), last
 
 
+def shows(target: str, component: str) -> bool:
+    """Whether a shown block of ``component`` is what ``target`` asks for: the component
+    itself, or a Trident name given to an operation of segment ``b<N>-<target>``."""
+    return component == target or re.fullmatch(rf"b\d+-{re.escape(target)}", component) is not None
+
+
 def check_shown(command: str, output: str, module: ModuleType) -> dict[tuple[str, str], Shown]:
     """Every component ``command`` shows has a block of tuples, as many as it says.
 
@@ -66,7 +72,7 @@ def check_shown(command: str, output: str, module: ModuleType) -> dict[tuple[str
     blocks = shown_blocks(output)
     for target in targets:
         component = target.split("@")[0].split(":")[0]
-        mine = {key: block for key, block in blocks.items() if key[0] == component}
+        mine = {key: block for key, block in blocks.items() if shows(component, key[0])}
         assert mine, f"{command}: nothing shown for {target!r} in:\n{output}"
         for (_, stream), block in mine.items():
             assert block.total > 0, (component, stream)

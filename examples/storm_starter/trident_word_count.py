@@ -12,9 +12,15 @@ Run it::
     python examples/storm_starter/trident_word_count.py
     squall run examples/storm_starter/trident_word_count.py --seconds 5
 
-The counts live in the state, which only the DRPC function reads: ``python`` queries
-it and prints the answers, as Storm's ``main`` does, while ``squall run`` runs the
-topology with a ``LocalDRPC`` nobody queries, so its metrics are all it shows.
+The counts live in the state, which the DRPC function reads: ``python`` queries it and
+prints the answers, as Storm's ``main`` does. ``squall run`` runs the topology with a
+``LocalDRPC`` nobody queries and shows what the state received instead: the persistent
+aggregate's new values (its ``new_values_stream()``, which squall emits even where
+nothing reads it), from the component its segment runs in. Storm's code names no
+operation, so ``show`` gives that component's generated id,
+``b2-persistent_aggregate(Count)``, and ``@word`` keeps each word's latest count. The
+spout cycles, so the counts keep growing: a word of one sentence only grows by its
+occurrences in that sentence each time the sentence is counted again.
 
 ``build_topology(drpc, sentences, cycle, parallelism)`` returns the topology; the tests
 give it a ``LocalDRPC`` and a finite input.
@@ -95,6 +101,10 @@ def build_topology(
     )
     return topology.build()
 
+
+#: What ``squall run`` shows: the latest count of each of the last words the state
+#: received (the new values of the persistent aggregate's segment, ``b2-...``).
+show = "b2-persistent_aggregate(Count)@word"
 
 #: Storm's example allows 20 transactions in flight.
 CONF = Config({Config.TOPOLOGY_MAX_SPOUT_PENDING: 20})
