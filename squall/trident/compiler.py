@@ -12,9 +12,9 @@ the IR as ``batch_ir``.
   updates a state, named ``b<N>-<label>`` after its ``.name()`` or its operations
   (:mod:`squall.trident.naming`). A segment emits an operation's output on a stream
   (``s<node id>``) where another segment reads it and, for ``persistent_aggregate``
-  and ``partition_persist``, always: the new values the state received in each batch
-  (``new_values_stream()``) can be watched (``squall run --show``) with no operation
-  reading them.
+  (and a ``partition_persist`` given output fields), always: the new values the state
+  received in each batch (``new_values_stream()``) can be watched (``squall run
+  --show``) with no operation reading them.
 * A query of a state each process keeps in memory (``MemoryMapState``) that a
   ``persistent_aggregate`` updates is repartitioned by the key it reads and its segment
   colocated with the state's, so it reads the partition holding the key in whatever
@@ -299,9 +299,10 @@ def _wire(
             parent_fields = next(n.output_fields for n in source.nodes if _stream_of(n) == stream)
             source.outputs[stream] = parent_fields
     for segment in segments:
-        # What a state received (its new values), even where no segment reads it.
+        # What a state received (its new values), even where no segment reads it; a
+        # partition_persist given no output fields has none.
         for node in segment.nodes:
-            if node.kind == "persist":
+            if node.kind == "persist" and len(node.output_fields) > 0:
                 segment.outputs[_stream_of(node)] = node.output_fields
     for segment in segments:
         if segment.is_spout:
