@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -222,6 +223,21 @@ def test_syntax_error(tmp_path: Path) -> None:
         "syntax error in broken.py, line 1",
         "def build_topology(:",
     )
+
+
+def test_a_file_named_like_a_standard_module_is_refused_before_it_shadows_it(
+    tmp_path: Path,
+) -> None:
+    import numbers
+
+    path = write(tmp_path, "numbers.py", "raise SystemExit('imported')\n")
+    assert_clean_error(
+        invoke("run", path, "--no-live"),
+        "numbers.py has the name of Python's standard module 'numbers'",
+        "rename the file",
+    )
+    assert str(tmp_path) not in sys.path
+    assert sys.modules["numbers"] is numbers
 
 
 def test_exception_at_import_shows_only_the_users_frames(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def invoke(*args: str) -> Result:
 
 
 def numbers_file(tmp_path: Path, extra: str = "") -> str:
-    path = tmp_path / "numbers.py"
+    path = tmp_path / "numbered.py"
     path.write_text(textwrap.dedent(NUMBERS) + extra, encoding="utf-8")
     return str(path)
 
@@ -359,7 +359,7 @@ def run_trident(path: str, *options: str) -> tuple[list[str], int]:
     """Run a Trident file for a while (a Trident topology is idle between its batches,
     so ``--until-idle`` would stop it early): the lines shown, and how many batches
     the state received (from the tuples counted in the first line, five a batch)."""
-    result = invoke("run", path, "--seconds", "2", "--drain", "5", *options)
+    result = invoke("run", path, "--seconds", "5", "--drain", "5", *options)
     assert result.exit_code == 0, result.output
     lines = numbered(shown_lines(result.output))
     total = re.match(r"\S+ emitted ([\d,]+) tuples", lines[0])

@@ -94,8 +94,17 @@ def load_module(path: Path) -> ModuleType:
     variant of it when that name is taken by another module.
 
     Raises:
-        TopologyLoadError: the file has a syntax error or raised while being imported.
+        TopologyLoadError: the file has a syntax error or raised while being imported,
+            or has the name of a module of Python's standard library (first on
+            ``sys.path``, it would replace that module for every later import, in this
+            process and in the worker and Spark processes that inherit the path).
     """
+    if path.stem in sys.stdlib_module_names:
+        raise TopologyLoadError(
+            f"{path.name} has the name of Python's standard module {path.stem!r}: its "
+            "directory goes first on the module path, so it would replace that module "
+            "wherever it is imported; rename the file"
+        )
     directory = str(path.parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
