@@ -1,5 +1,6 @@
 """The checks of an emit, one behaviour on every engine (threads, worker processes,
-Spark) for core bolts, transactional batch bolts and Trident functions:
+Spark) for core bolts, transactional batch bolts, transactional spouts' emitters,
+Trident functions and Trident spouts:
 
 - an emit on a stream the component does not declare raises ``ValueError`` from the
   emit call, naming the component, the stream and the declared streams;
@@ -11,11 +12,14 @@ Spark) for core bolts, transactional batch bolts and Trident functions:
   collectors' ``ValueError``.
 
 A core bolt's error fails its input tuple (the spout's ``fail`` runs) and is reported
-in the bolt's errors with its traceback, and the topology goes on. A batch bolt's or a
-Trident function's error fails its batch: on the local engine the bolt running it
-reports the error with its traceback and the batch is tried again; on Spark the
-micro-batch fails (the tests run no second attempt), and its error, with the executor's
-traceback, is reported as the failed micro-batch's, on the spouts (see docs/spark.md).
+in the bolt's errors with its traceback, and the topology goes on. A batch bolt's, an
+emitter's or a Trident function's error fails its batch, and the component that raised
+it reports the error with its traceback (on Spark the executor's), once per failed
+attempt: locally the batch is tried again; on Spark the micro-batch is run again
+(``topology.spark.batch.retries``; these tests allow one new run, then the query
+stops) and its error also stays among the failed micro-batch's. A Trident batch spout's
+error is reported by the spout on every engine; on Spark it stops the query (the spout
+emits in its source, see docs/spark.md).
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ from squall import Bolt, TopologyBuilder, Tuple
 from squall.model.fields import Fields
 from squall.runtime.metrics import ErrorInfo
 from squall.testing import CapturingBolt, FixedTupleSpout, SharedRecord
-from squall.transactional import BatchBolt, MemoryTransactionalSpout, TransactionalTopologyBuilder
+from squall.transactional import (
+    BatchBolt,
+    MemoryTransactionalSpout,
+    TransactionalSpout,
+    TransactionalTopologyBuilder,
+)
 from squall.trident import (
     BatchSpout,
     FixedBatchSpout,
@@ -58,13 +67,6 @@ def errors(run: Run) -> list[ErrorInfo]:
     """Every error the topology reported, of every component, in component order."""
     info = run.info()
     return [error for stats in info.components.values() for error in stats.errors]
-
-
-def raised(error: ErrorInfo) -> str:
-    """The line of the exception an error report ends with (a Spark micro-batch's
-    error holds the executor's traceback before it)."""
-    lines = [line for line in error.error.splitlines() if line.strip()]
-    return lines[-1]
 
 
 def where(run: Run) -> list[str]:
@@ -125,7 +127,7 @@ def test_a_core_bolt_emit(engine: Engine, case: str) -> None:
             WIDTH.format(count=1, width=2, fields="['n', 'double']", values=f"[{n}]")
             for n in (1, 2)
         )
-    assert sorted(raised(error) for error in reported) == expected
+    assert sorted(error.error for error in reported) == expected
     for error in reported:
         assert "in execute" in error.traceback
         assert "self.collector.emit(" in error.traceback
@@ -135,10 +137,11 @@ def test_a_core_bolt_emit(engine: Engine, case: str) -> None:
 
 
 class BadBatchBolt(BatchBolt):
-    """Emits each ``n`` of its batch as the case says."""
+    """Emits each ``n`` of its batch as the case says; records the tasks it runs in."""
 
     def __init__(self, case: str) -> None:
         self.case = case
+        self.record = SharedRecord()
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["attempt", "n"])
@@ -147,6 +150,7 @@ class BadBatchBolt(BatchBolt):
     def prepare(self, conf: Any, context: Any, collector: Any, id: Any) -> None:
         self.collector = collector
         self.attempt = id
+        self.record.append("task", context.get_this_task_id())
 
     def execute(self, tup: Tuple) -> None:
         n = tup["n"]
@@ -180,11 +184,14 @@ class Received(BatchBolt):
         """Nothing to emit."""
 
 
-def batch_error_shows(engine: Engine, run: Run, count: int = 1) -> bool:
-    """Whether the failed batch is reported: locally, ``count`` errors of the bolt (the
-    batch is tried again and again); on Spark, the query failed with its error."""
-    if engine.is_spark:
-        return run.info().status == "FAILED" and bool(errors(run))
+#: The configuration of the tests whose batch fails: on Spark, a failed micro-batch is
+#: run once more (then the query stops), as the local engine tries its batch again.
+RETRIED = {"topology.spark.batch.retries": 1}
+
+
+def batch_error_shows(run: Run, count: int = 2) -> bool:
+    """Whether the failed batch is reported ``count`` times (the first attempt and the
+    next), by the component that raised its error."""
     return len(errors(run)) >= count
 
 
@@ -193,30 +200,97 @@ def test_a_transactional_batch_bolt_emit(engine: Engine, case: str) -> None:
     spout = MemoryTransactionalSpout({0: [[1], [2]]}, ["n"], 2)
     received = Received()
     builder = TransactionalTopologyBuilder("emits", "numbers", spout, 1)
-    builder.set_bolt("bad", BadBatchBolt(case)).shuffle_grouping("numbers")
+    bad = BadBatchBolt(case)
+    builder.set_bolt("bad", bad).shuffle_grouping("numbers")
     builder.set_bolt("sink", received).shuffle_grouping("bad")
-    with engine.running(builder.build_topology(), name="batch") as run:
+    with engine.running(builder.build_topology(), RETRIED, name="batch") as run:
         if case == "unsubscribed":
             wait_until(lambda: sorted(received.record.get("n")) == [1, 2], engine.timeout, 0.02)
             run.drain()
             assert errors(run) == []
             assert run.info().status == "ACTIVE"
             return
-        wait_until(lambda: batch_error_shows(engine, run, 2), engine.timeout, 0.02)
+        wait_until(lambda: batch_error_shows(run), engine.timeout, 0.02)
         reported = errors(run)
         assert received.record.get("n") == []
-        assert where(run) == engine.pick(["bad"], ["numbers"])
+        assert where(run) == ["bad"]
     first = reported[0]
+    assert (first.component_id, first.task_id) == ("bad", bad.record.get("task")[0])
     if case == "undeclared":
-        assert raised(first) == UNDECLARED.format(declared="['$coord', 'default', 'spare']")
+        assert first.error == UNDECLARED.format(declared="['$coord', 'default', 'spare']")
     else:
         attempt = r"TransactionAttempt\(txid=1, attempt=0x[0-9a-f]+\)"
         line = WIDTH.format(count=3, width=2, fields="['attempt', 'n']", values="[{}, 1, 1]")
-        assert re.fullmatch(re.escape(line).replace(r"\{\}", attempt), raised(first))
-    # The traceback reaches the bolt's emit (Spark: the executor's, in the error).
-    trace = first.error + first.traceback
-    assert "in execute" in trace
-    assert "self.collector.emit(" in trace
+        assert re.fullmatch(re.escape(line).replace(r"\{\}", attempt), first.error)
+    # The traceback reaches the bolt's emit (Spark: the executor's).
+    assert "in execute" in first.traceback
+    assert "self.collector.emit(" in first.traceback
+    assert first.traceback.rstrip().splitlines()[-1] == first.error
+
+
+# --- transactional spouts' emitters ----------------------------------------------------
+
+
+class OneTransaction:
+    """Plans transaction after transaction; its metadata is the txid."""
+
+    def initialize_transaction(self, txid: int, prev_metadata: Any) -> int:
+        return txid
+
+    def is_ready(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class WideEmitter:
+    """Emits one tuple of three values per batch, for two declared fields."""
+
+    def emit_batch(self, attempt: Any, metadata: Any, collector: Any) -> None:
+        collector.emit([attempt, metadata, 0])
+
+    def cleanup_before(self, txid: int) -> None:
+        """Nothing kept."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class WideSpout(TransactionalSpout):
+    """A transactional spout whose emitter emits more values than it declares; records
+    its emitter's task."""
+
+    outputs = ["attempt", "n"]
+
+    def __init__(self) -> None:
+        self.record = SharedRecord()
+
+    def get_coordinator(self, conf: Any, context: Any) -> OneTransaction:
+        return OneTransaction()
+
+    def get_emitter(self, conf: Any, context: Any) -> WideEmitter:
+        self.record.append("task", context.get_this_task_id())
+        return WideEmitter()
+
+
+def test_a_transactional_spout_emitter_emitting_the_wrong_number_of_values(
+    engine: Engine,
+) -> None:
+    spout = WideSpout()
+    builder = TransactionalTopologyBuilder("emits", "numbers", spout, 1)
+    builder.set_bolt("sink", Received()).shuffle_grouping("numbers")
+    with engine.running(builder.build_topology(), RETRIED, name="emitter") as run:
+        wait_until(lambda: batch_error_shows(run), engine.timeout, 0.02)
+        assert where(run) == ["numbers"]  # the spout's emitter
+        first = errors(run)[0]
+    assert (first.component_id, first.task_id) == ("numbers", spout.record.get("task")[0])
+    attempt = r"TransactionAttempt\(txid=1, attempt=0x[0-9a-f]+\)"
+    line = WIDTH.format(count=3, width=2, fields="['attempt', 'n']", values="[{}, 1, 0]")
+    line = line.replace("'bad'", "'numbers'")
+    assert re.fullmatch(re.escape(line).replace(r"\{\}", attempt), first.error)
+    assert "in emit_batch" in first.traceback
+    assert "collector.emit([attempt, metadata, 0])" in first.traceback
 
 
 # --- Trident functions ----------------------------------------------------------------
@@ -233,15 +307,16 @@ def test_a_trident_function_emitting_the_wrong_number_of_values(engine: Engine) 
     topology = TridentTopology()
     stream = topology.new_stream("numbers", FixedBatchSpout(["n"], 2, [4], [6]))
     stream.each(Fields("n"), Halves(), Fields("half", "rest"))
-    with engine.running(topology, name="trident") as run:
-        wait_until(lambda: batch_error_shows(engine, run), engine.timeout, 0.02)
+    with engine.running(topology, RETRIED, name="trident") as run:
+        wait_until(lambda: batch_error_shows(run), engine.timeout, 0.02)
         first = errors(run)[0]
-    assert raised(first) == (
+        assert where(run) == ["b1-each(Halves)"]  # the bolt running the function's segment
+    assert first.component_id == "b1-each(Halves)"
+    assert first.error == (
         "ValueError: Trident each (Halves) emitted 1 value(s) for output fields "
         "['half', 'rest']: [2]"
     )
-    trace = first.error + first.traceback
-    assert "in process" in trace  # the each processor that checked the function's emit
+    assert "in process" in first.traceback  # the each processor that checked the emit
 
 
 class TwoFieldSpout(BatchSpout):
@@ -259,29 +334,31 @@ class TwoFieldSpout(BatchSpout):
 
 
 def test_a_trident_spout_emitting_the_wrong_number_of_values(engine: Engine) -> None:
-    """Locally the spout's emitter reports the error and its batch is tried again; on
-    Spark the batch spout emits in its source, whose error stops the query (the
-    topology's ``failure``)."""
+    """The spout reports the error with its traceback. Locally its emitter's batch is
+    tried again; on Spark the batch spout emits in its source, whose error stops the
+    query (the topology's ``failure`` is the same line)."""
     topology = TridentTopology()
     topology.new_stream("spout", TwoFieldSpout()).each(
         Fields("a"), lambda tup: tup["a"], Fields("c")
     )
     with engine.running(topology, name="spout") as run:
+        wait_until(lambda: bool(errors(run)), engine.timeout, 0.02)
+        assert where(run) == ["spout"]
+        first = errors(run)[0]
         if engine.is_spark:
-            wait_until(lambda: run.info().status == "FAILED", engine.timeout, 0.02)
-            figures = run.info().spark
-            assert figures is not None and figures.failure is not None
-            line = figures.failure
-        else:
-            wait_until(lambda: bool(errors(run)), engine.timeout, 0.02)
-            assert where(run) == ["spout"]
-            line = raised(errors(run)[0])
+            info = run.info()
+            assert info.status == "FAILED"
+            assert info.spark is not None and info.spark.failure == first.error
+            assert errors(run) == [first]  # reported once, however often it is read
+    assert first.component_id == "spout"
     expected = (
         "ValueError: component 'spout' emitted 2 value(s) on stream 'default', which "
         "declares 3 field(s) ['$attempt', 'a', 'b']: [{}, 7]"
     )
     attempt = r"TransactionAttempt\(txid=1, attempt=0x[0-9a-f]+\)"
-    assert re.fullmatch(re.escape(expected).replace(r"\{\}", attempt), line)
+    assert re.fullmatch(re.escape(expected).replace(r"\{\}", attempt), first.error)
+    assert "in emit_batch" in first.traceback
+    assert "collector.emit([7])" in first.traceback
 
 
 # --- direct streams of batch bolts ------------------------------------------------------
@@ -326,9 +403,10 @@ def test_a_batch_bolt_direct_emit(engine: Engine, case: str) -> None:
     builder = TransactionalTopologyBuilder("direct", "numbers", spout, 1)
     builder.set_bolt("bad", bad).shuffle_grouping("numbers")
     builder.set_bolt("sink", Received(), 2).direct_grouping("bad", "direct")
-    with engine.running(builder.build_topology(), name="direct") as run:
-        wait_until(lambda: batch_error_shows(engine, run), engine.timeout, 0.02)
-        line = raised(errors(run)[0])
+    with engine.running(builder.build_topology(), RETRIED, name="direct") as run:
+        wait_until(lambda: batch_error_shows(run), engine.timeout, 0.02)
+        assert where(run) == ["bad"]
+        line = errors(run)[0].error
     tasks = bad.record.get("sink tasks")[0]
     expected = {
         "emit on direct": (

@@ -113,7 +113,9 @@ def test_an_opaque_spout_replaying_other_tuples_after_a_failure_stays_exact(
         assert word_counts(factory) == true_counts(ROWS)
         info = cluster.get_topology_info("opaque")
         assert info.extra["retries"] == 1
-        assert "injected failure" in info.components["items"].errors[0].error
+        reporting = {cid: s.errors for cid, s in info.components.items() if s.errors_total}
+        assert list(reporting) == ["b1-each(FailTimes)"]  # the bolt running the failing each
+        assert "injected failure" in reporting["b1-each(FailTimes)"][0].error
         assert info.components["items"].emitted == 30
     finally:
         cluster.shutdown()

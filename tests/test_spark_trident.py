@@ -131,7 +131,16 @@ def test_a_failed_batch_resumes_after_restart_without_double_counting(
         assert not first.wait_idle("wc")  # the batch with "four" failed twice: the query stops
         info = first.get_topology_info("wc")
         assert info.status == "FAILED"
-        assert any("injected failure" in e.error for e in info.components["sentences"].errors)
+        # The bolt running the failing each (on the driver: its input is the SQLite
+        # state's new values) reports each failed attempt once.
+        failing = "b2-persistent_aggregate(Count)+1"
+        reporting = {cid: s.errors for cid, s in info.components.items() if s.errors_total}
+        assert list(reporting) == [failing]
+        assert info.components[failing].errors_total == 2
+        assert [e.error for e in reporting[failing]] == [
+            "RuntimeError: injected failure after the state update"
+        ] * 2
+        assert all("in execute" in e.traceback for e in reporting[failing])
         partial = counts(factory)
         assert partial["four"] == 1  # the failing batch's state update was applied
     finally:
@@ -395,7 +404,10 @@ def test_an_unreachable_state_backend_is_named(spark: Any, tmp_path: Path) -> No
         assert not cluster.wait_idle("wc")
         info = cluster.get_topology_info("wc")
         assert info.status == "FAILED"
-        errors = [e.error for e in info.components["sentences"].errors]
+        updating = "b2-persistent_aggregate(Count)"  # the bolt updating the state
+        reporting = {cid: s.errors for cid, s in info.components.items() if s.errors_total}
+        assert list(reporting) == [updating]
+        errors = [e.error for e in reporting[updating]]
         assert any("RedisMapState cannot reach redis://127.0.0.1:1/0" in e for e in errors)
     finally:
         cluster.shutdown()
@@ -417,7 +429,10 @@ def test_a_group_by_value_without_a_stable_hash_is_named(spark: Any, tmp_path: P
         assert not cluster.wait_idle("things")
         info = cluster.get_topology_info("things")
         assert info.status == "FAILED"
-        errors = [e.error for e in info.components["numbers"].errors]
+        routing = "b1-map(lambda)"  # the bolt routing the map's output
+        reporting = {cid: s.errors for cid, s in info.components.items() if s.errors_total}
+        assert list(reporting) == [routing]
+        errors = [e.error for e in reporting[routing]]
         assert any(
             "groups stream" in e
             and "by field 'thing'" in e

@@ -429,6 +429,8 @@ class SparkCluster(TopologyRegistry[_Running]):
             if end is not None:
                 status = "FAILED" if end.error else "KILLED"
                 failure = failure or (python_failure(end.error) if end.error else None)
+                if end.error:
+                    item.stopped_with(end.error)
             components.update(item.driver.component_stats())
             queries[item.key] = _query_figures(item.driver.figures, item.resumed_from_batch)
             executor_cores.update(item.driver.figures.executor_cores)

@@ -21,6 +21,7 @@ from pyspark.accumulators import AccumulatorParam
 from squall.runtime.engine_figures import BATCH_DURATION_BUCKETS
 from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ErrorInfo
+from squall.spark.errors import FailureSource, component_failure, failure_in_text
 from squall.spark.execute.ledger import LedgerPart
 
 #: Batches whose durations ``get_topology_info`` summarizes (median).
@@ -125,7 +126,16 @@ class BatchFigures:
         self.duration_buckets = [0] * len(BATCH_DURATION_BUCKETS)
         self.rows_total = 0
         self.retries = 0
+        #: The errors of failed micro-batches (every one, the newest ten).
         self.errors: list[ErrorInfo] = []
+        #: Component id -> the errors of failed micro-batches its code raised (the
+        #: newest ten), and how many it raised in all.
+        self.component_errors: dict[str, list[ErrorInfo]] = {}
+        self.component_errors_total: dict[str, int] = {}
+        #: The errors of failed micro-batches no component's code raised (an engine or
+        #: Spark error; the newest ten), and how many there were in all.
+        self.engine_errors: list[ErrorInfo] = []
+        self.engine_errors_total = 0
         #: Durations of the most recent batches, milliseconds.
         self.recent_ms: deque[float] = deque(maxlen=RECENT_BATCHES)
         #: The most recent batches: (batch id, rows, duration in milliseconds, state
@@ -134,13 +144,61 @@ class BatchFigures:
         #: The forms of the core the executors' tasks reported running.
         self.executor_cores: set[str] = set()
 
-    def record(self, exc: BaseException) -> None:
-        """Keep the error of a failed micro-batch, with its traceback (the newest ten)."""
+    def record(self, exc: BaseException, attribute: bool = True) -> None:
+        """Keep the error of a failed micro-batch, with its traceback (the newest ten),
+        and, if ``attribute`` and a component's code raised it (see
+        :func:`~squall.spark.errors.component_failure`), that component's error: the
+        exception's line and the traceback where the task ran, under the component and
+        task that raised it, as the local engine reports it."""
+        now = time.time()
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.errors.append(
-            ErrorInfo(time.time(), "spark", -1, f"{type(exc).__name__}: {exc}", trace)
-        )
+        error = ErrorInfo(now, "spark", -1, f"{type(exc).__name__}: {exc}", trace)
+        self.errors.append(error)
         del self.errors[:-KEPT_ERRORS]
+        if not attribute:
+            return
+        source = component_failure(exc)
+        if source is None:
+            self._engine_error(error)
+        else:
+            self._component_error(source, now)
+
+    def record_stop(self, error: BaseException | str) -> None:
+        """The query stopped with ``error`` (an exception, or Spark's message of the
+        query's end): if a component's code raised it, report it in that component's
+        errors, unless it is the error of the failed micro-batch that stopped the query,
+        reported already (the same component, task, line and traceback as the
+        component's newest error). Called once per query."""
+        found = failure_in_text(error) if isinstance(error, str) else component_failure(error)
+        if found is None:
+            return
+        kept = self.component_errors.get(found.component_id, [])
+        newest = kept[-1] if kept else None
+        if newest is not None and (newest.task_id, newest.error, newest.traceback) == (
+            found.task_id,
+            found.error,
+            found.traceback,
+        ):
+            return
+        self._component_error(found, time.time())
+
+    def _engine_error(self, error: ErrorInfo) -> None:
+        self.engine_errors.append(error)
+        del self.engine_errors[:-KEPT_ERRORS]
+        self.engine_errors_total += 1
+
+    def _component_error(self, source: FailureSource, now: float) -> None:
+        cid = source.component_id
+        kept = self.component_errors.setdefault(cid, [])
+        kept.append(ErrorInfo(now, cid, source.task_id, source.error, source.traceback))
+        del kept[:-KEPT_ERRORS]
+        self.component_errors_total[cid] = self.component_errors_total.get(cid, 0) + 1
+
+    def errors_of(self, component_id: str) -> tuple[list[ErrorInfo], int]:
+        """The errors of failed micro-batches ``component_id``'s code raised (the
+        newest ten, oldest first), and how many it raised in all."""
+        errors = list(self.component_errors.get(component_id, ()))
+        return errors, self.component_errors_total.get(component_id, 0)
 
     def finished(self, batch_id: int, rows: int, duration_ms: float, commits: int = 0) -> None:
         """Count batch ``batch_id`` of ``rows`` tuples, done in ``duration_ms``, which

@@ -19,6 +19,7 @@ from squall.runtime.context import TopologyContext
 from squall.runtime.emitchecks import check_emit
 from squall.runtime.latency import LatencyHistogram
 from squall.spark.control.taskcache import TASKS
+from squall.spark.errors import ComponentFailure, component_failure, note_component
 from squall.spark.execute.figures import ReportKey, Reports, TaskFigures, TaskReport
 from squall.spark.execute.packets import (
     ArrowFunction,
@@ -196,6 +197,8 @@ class SegmentStage:
 class PartitionRunner(Protocol):
     """A stage: runs one task (partition) over its input packets."""
 
+    #: The segment or batch bolt it runs (its component and task ids).
+    plan: SegmentPlan
     #: Tuples in and emit calls of the last ``run_partition``.
     executed: int
     emitted: int
@@ -216,9 +219,19 @@ def timed_run(
 ) -> list[Packet]:
     """``stage.run_partition``; its counts and time are added to ``reports`` (the
     accumulator of task reports, on an executor or the driver), with ``core``, the
-    form of the core an executor runs (``""`` on the driver)."""
+    form of the core an executor runs (``""`` on the driver).
+
+    Raises:
+        Exception: what the component's code (or its emits' checks) raised, noted with
+            the component and task that raised it (see
+            :func:`~squall.spark.errors.note_component`).
+    """
     started = time.perf_counter()
-    output = stage.run_partition(partition, packets)
+    try:
+        output = stage.run_partition(partition, packets)
+    except Exception as exc:
+        note_component(exc, stage.plan.component_id, stage.plan.task_ids[partition])
+        raise
     seconds = time.perf_counter() - started
     transferred = sum(packet.size for packet in output)
     figures = TaskFigures(stage.executed, stage.emitted, transferred, seconds)
@@ -237,6 +250,9 @@ def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> Arr
     Raises:
         RuntimeError: a row's target task is not the partition it arrived in (rows
             must reach their task, whether by exchange or aligned from the source).
+        ComponentFailure: the component's code raised (the failure names the
+            component and task, with the original's line and traceback; the driver
+            reports it under the component).
     """
 
     carried = Carried(stage)
@@ -257,7 +273,13 @@ def arrow_function(stage: PartitionRunner, reports: Accumulator[Reports]) -> Arr
             if not pc.all(pc.equal(batch.column("target"), partition)).as_py():
                 raise RuntimeError(f"rows for other tasks reached task {partition}")
             packets.extend(packets_from_arrow(batch))
-        output = timed_run(carried.value, partition, packets, reports, core_form())
+        try:
+            output = timed_run(carried.value, partition, packets, reports, core_form())
+        except Exception as exc:
+            failure = component_failure(exc)
+            if failure is None:
+                raise
+            raise ComponentFailure(failure) from None
         yield packets_to_arrow(output, pa)
 
     return run

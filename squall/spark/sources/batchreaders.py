@@ -50,6 +50,10 @@ class LoggedRowsReader(SourceReader):
         sender = setup.emitter_context(0)  # the emitter's one task emits every slice
         return route(setup.edges, setup.fields, sender, setup.layout.plan, values, part, slices)
 
+    def emitter_task(self, part: int) -> int:
+        """The emitter's one task emits every part."""
+        return super().emitter_task(0)
+
 
 class BatchSpoutReader(LoggedRowsReader):
     """A Trident batch spout, open in the source's process (restored from the log's

@@ -24,6 +24,7 @@ from squall.model.fields import Fields
 from squall.model.tuple import DEFAULT_STREAM
 from squall.runtime.emitchecks import wrong_width
 from squall.spark.control.rundir import QueryDirectory, SourceDirectory
+from squall.spark.errors import ComponentFailure
 from squall.spark.execute.packets import Packet, Values, packets_to_arrow
 from squall.spark.launch.processsetup import prepare_process
 from squall.spark.sources.setup import SourceSetup, read_source_setup
@@ -155,7 +156,7 @@ class SourceReader(DataSourceStreamReader):
         position = int(start["batch"])
         if position < self.size:
             position += 1
-        elif not self.query.is_paused() and self.log_batch(self.size):
+        elif not self.query.is_paused() and self._logged(self.size):
             self.size += 1
             position = self.size
         return {"source": self.options["source"], "batch": position}
@@ -169,13 +170,38 @@ class SourceReader(DataSourceStreamReader):
             for part in range(parts)
         ]
 
+    def _logged(self, index: int) -> bool:
+        """:meth:`log_batch`, whose error (a spout's emit on the driver side) names the
+        source's component and its first emitter task (see
+        :class:`~squall.spark.errors.ComponentFailure`)."""
+        try:
+            return self.log_batch(index)
+        except Exception as exc:
+            raise ComponentFailure.of(exc, self.setup.source_id, self.emitter_task(0)) from None
+
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Runs on an executor: the packets of one part of a logged batch."""
+        """Runs on an executor: the packets of one part of a logged batch.
+
+        Raises:
+            ComponentFailure: the spout's emitter raised (or its emit's check did),
+                named with the source's component and the emitter's task.
+        """
         import pyarrow as pa
 
         prepare_process()
         assert isinstance(partition, BatchPartition)
-        yield packets_to_arrow(self.read_part(partition), pa)
+        try:
+            packets = self.read_part(partition)
+        except Exception as exc:
+            task = self.emitter_task(partition.slice_index)
+            raise ComponentFailure.of(exc, self.setup.source_id, task) from None
+        yield packets_to_arrow(packets, pa)
+
+    def emitter_task(self, part: int) -> int:
+        """The task id of the emitter that emits part ``part`` of a batch: the local
+        engine's emitter task ``part % tasks``."""
+        ids = self.setup.layout.task_ids(self.setup.source_id)
+        return ids[part % len(ids)] if ids else -1
 
     def commit(self, end: Offset) -> None:
         """Batches before ``end`` are committed: let the source know, drop their log

@@ -12,7 +12,7 @@ from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
 from squall.spark.execute.batchbolts import BatchBoltStage
-from squall.spark.execute.figures import BatchFigures, Reports, TaskFigures
+from squall.spark.execute.figures import KEPT_ERRORS, BatchFigures, Reports, TaskFigures
 from squall.spark.execute.packets import PACKET_SCHEMA, Packet
 from squall.spark.execute.routing import aligned
 from squall.spark.execute.stages import SegmentStage, timed_run
@@ -189,22 +189,27 @@ class BatchPipeline:
     def component_stats(
         self, capacity: CapacityWindow, figures: BatchFigures
     ) -> dict[str, ComponentStats]:
-        """The sources' emitted tuples (with the errors of failed micro-batches) and
-        every stage's figures and capacity (its tasks' time over the recent
-        micro-batches' time multiplied by its tasks)."""
+        """The sources' emitted tuples and every stage's figures and capacity (its
+        tasks' time over the recent micro-batches' time multiplied by its tasks), each
+        with the errors of failed micro-batches its code raised (a source: its
+        emitters'), as the local engine reports them; the sources also list the errors
+        of failed micro-batches no component's code raised (an engine or Spark error)."""
         components: dict[str, ComponentStats] = {}
         for source in self.plan.sources:
+            own, total = figures.errors_of(source.component_id)
+            errors = sorted([*figures.engine_errors, *own], key=lambda error: error.time)
             components[source.component_id] = ComponentStats(
                 source.component_id,
                 "spout",
                 list(self.plan.layout.task_ids(source.component_id)),
                 emitted=self.emitted[source.component_id],
-                errors=list(figures.errors),
-                errors_total=len(figures.errors),
+                errors=errors[-KEPT_ERRORS:],
+                errors_total=figures.engine_errors_total + total,
             )
         for segment in self.plan.segments:
             totals = self.totals[segment.component_id]
             executed = totals.executed
+            errors, total = figures.errors_of(segment.component_id)
             stats = ComponentStats(
                 segment.component_id,
                 "bolt",
@@ -214,6 +219,8 @@ class BatchPipeline:
                 executed=executed,
                 execute_latency_ms=totals.busy_secs * 1000.0 / executed if executed else 0.0,
                 capacity=capacity.capacity(segment.component_id, segment.tasks),
+                errors=errors,
+                errors_total=total,
             )
             # A stage's task runs its micro-batch as one batch: its tuples count at the
             # batch's mean time, as a bolt's batch does on the local engine.

@@ -90,6 +90,8 @@ class Query:
     query_id: str = ""
     #: A ``processAllAvailable`` still running from a ``wait_idle`` that timed out.
     waiter: AvailableWaiter | None = None
+    #: Whether the error the query stopped with was reported (:meth:`stopped_with`).
+    stop_reported: bool = False
 
     def __post_init__(self) -> None:
         if not self.query_id:
@@ -121,7 +123,18 @@ class Query:
 
     def _failed(self, error: BaseException) -> None:
         self.failed = True
-        self.driver.figures.record(error)
+        self.driver.figures.record(error, attribute=False)
+        self.stopped_with(error)
+
+    def stopped_with(self, error: BaseException | str) -> None:
+        """The query stopped with ``error`` (the exception a wait received, or Spark's
+        message of the query's end): a component's code that raised it outside a
+        micro-batch (a Trident batch spout emits in its source) reports it in its
+        errors, once per query (see ``BatchFigures.record_stop``)."""
+        if self.stop_reported:
+            return
+        self.stop_reported = True
+        self.driver.figures.record_stop(error)
 
     def _wait_batch_idle(self, timeout_secs: float) -> bool:
         waiter = self.waiter
