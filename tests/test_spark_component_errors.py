@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from squall.model.errors import FailedException, ReportedFailedException
 from squall.spark.errors import (
     MARKER,
     ComponentFailure,
@@ -24,6 +25,7 @@ from squall.spark.errors import (
 from squall.spark.launch.javaerrors import python_failure
 from squall.testing import SharedRecord
 from squall.transactional import BatchBolt, MemoryTransactionalSpout, TransactionalTopologyBuilder
+from tests.conftest import Engine
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.spark  # imports the Spark engine (the 'spark' extra)
@@ -173,3 +175,72 @@ def test_each_failed_attempt_is_reported_once_by_the_bolt_and_in_the_figures(
     assert len(figures.errors) == 3
     assert all(e.endswith("ValueError: cannot finish transaction 1") for e in figures.errors)
     assert info.spark.failure == "ValueError: cannot finish transaction 1"
+
+
+def test_a_failure_marker_says_whether_the_component_reports_it() -> None:
+    try:
+        raise FailedException("not now")
+    except FailedException as exc:
+        quiet = ComponentFailure.of(exc, "finish", 3).source
+    try:
+        raise ReportedFailedException("not now")
+    except ReportedFailedException as exc:
+        loud = ComponentFailure.of(exc, "finish", 3).source
+    assert (quiet.reported, loud.reported) == (False, True)
+    assert failure_in_text(quiet.marker()) == quiet
+    assert failure_in_text(loud.marker()) == loud
+
+
+class FailsInExecute(BatchBolt):
+    """Raises ``kind`` for every tuple; records each batch it is prepared for."""
+
+    outputs = ["attempt", "n"]
+
+    def __init__(self, kind: type[Exception]) -> None:
+        self.kind = kind
+        self.record = SharedRecord()
+
+    def prepare(self, conf: Any, context: Any, collector: Any, id: Any) -> None:
+        self.record.append("prepared", context.get_this_task_id())
+
+    def execute(self, tup: Any) -> None:
+        raise self.kind(f"not now: {tup['n']}")
+
+    def finish_batch(self) -> None:
+        """Nothing to finish."""
+
+
+@pytest.mark.parametrize("kind", [FailedException, ReportedFailedException])
+def test_a_failed_exception_fails_the_batch_and_only_a_reported_one_is_an_error(
+    engine: Engine, kind: type[Exception]
+) -> None:
+    """As in Storm, on every engine: a ``FailedException`` fails the batch (it is tried
+    again) without an error; a ``ReportedFailedException`` is also reported by the bolt.
+    On Spark both stay in the failed micro-batch's figures."""
+    bolt = FailsInExecute(kind)
+    spout = MemoryTransactionalSpout({0: [[1]]}, ["n"], 2)
+    builder = TransactionalTopologyBuilder("failing", "numbers", spout, 1)
+    builder.set_bolt("finish", bolt).shuffle_grouping("numbers")
+    conf = {"topology.spark.batch.retries": 1, "topology.trident.batch.retry.initial.millis": 0}
+    with engine.running(builder.build_topology(), conf, name="failing") as run:
+        if engine.is_spark:  # the first attempt and the next failed: the query stops
+            wait_until(lambda: run.info().status == "FAILED", engine.timeout, 0.05)
+        else:
+            wait_until(lambda: len(bolt.record.get("prepared")) >= 3, engine.timeout, 0.02)
+            if kind is ReportedFailedException:
+                wait_until(lambda: run.info().components["finish"].errors_total >= 2, 10.0)
+        info = run.info()
+    reporting = {cid: stats.errors for cid, stats in info.components.items() if stats.errors}
+    if kind is FailedException:
+        assert reporting == {}
+    else:
+        assert list(reporting) == ["finish"]
+        task = bolt.record.get("prepared")[0]
+        assert {(e.component_id, e.task_id, e.error) for e in reporting["finish"]} == {
+            ("finish", task, "ReportedFailedException: not now: 1")
+        }
+    if engine.is_spark:
+        assert info.spark is not None
+        errors = info.spark.first.errors
+        assert len(errors) == 2
+        assert all(e.endswith(f"{kind.__name__}: not now: 1") for e in errors)

@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from squall.model.errors import SquallError
+from squall.model.errors import FailedException, ReportedFailedException, SquallError
 
 #: What begins the line that names the component in a failure's text.
 MARKER = "squall component error: "
@@ -45,18 +45,23 @@ class FailureSource:
         task_id: the task that ran it.
         error: the exception's line, ``ValueError: ...`` (as the local engine reports).
         traceback: the exception's traceback text, where the task ran.
+        reported: whether the component reports it in its errors: not a
+            ``FailedException`` (it fails the batch silently, as in Storm) unless it is
+            a ``ReportedFailedException``.
     """
 
     component_id: str
     task_id: int
     error: str
     traceback: str
+    reported: bool = True
 
     @classmethod
     def of(cls, exc: BaseException, component_id: str, task_id: int) -> FailureSource:
         """What ``exc``, raised by task ``task_id`` of ``component_id``, says."""
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return cls(component_id, task_id, f"{type(exc).__name__}: {exc}", trace)
+        reported = not isinstance(exc, FailedException) or isinstance(exc, ReportedFailedException)
+        return cls(component_id, task_id, f"{type(exc).__name__}: {exc}", trace, reported)
 
     def marker(self) -> str:
         """The one line that names the component in a failure's text."""
@@ -65,6 +70,7 @@ class FailureSource:
             "task": self.task_id,
             "error": self.error,
             "traceback": self.traceback,
+            "reported": self.reported,
         }
         return MARKER + json.dumps(payload, sort_keys=True)
 
@@ -166,4 +172,7 @@ def _source_of(payload: object) -> FailureSource | None:
         return None
     if isinstance(task, bool) or not isinstance(task, int):
         return None
-    return FailureSource(component, task, error, trace)
+    reported = payload.get("reported", True)
+    if not isinstance(reported, bool):
+        return None
+    return FailureSource(component, task, error, trace, reported)

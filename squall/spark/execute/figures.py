@@ -149,7 +149,8 @@ class BatchFigures:
         and, if ``attribute`` and a component's code raised it (see
         :func:`~squall.spark.errors.component_failure`), that component's error: the
         exception's line and the traceback where the task ran, under the component and
-        task that raised it, as the local engine reports it."""
+        task that raised it, as the local engine reports it (not a ``FailedException``,
+        which fails the batch without an error, unless a ``ReportedFailedException``)."""
         now = time.time()
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         error = ErrorInfo(now, "spark", -1, f"{type(exc).__name__}: {exc}", trace)
@@ -160,7 +161,7 @@ class BatchFigures:
         source = component_failure(exc)
         if source is None:
             self._engine_error(error)
-        else:
+        elif source.reported:
             self._component_error(source, now)
 
     def record_stop(self, error: BaseException | str) -> None:
@@ -170,7 +171,7 @@ class BatchFigures:
         reported already (the same component, task, line and traceback as the
         component's newest error). Called once per query."""
         found = failure_in_text(error) if isinstance(error, str) else component_failure(error)
-        if found is None:
+        if found is None or not found.reported:
             return
         kept = self.component_errors.get(found.component_id, [])
         newest = kept[-1] if kept else None
