@@ -20,6 +20,7 @@ from typing import Any
 
 from squall.runtime.context import TopologyContext
 from squall.spark.control.taskcache import TASKS
+from squall.spark.errors import ComponentFailure
 from squall.spark.execute.listener import report_batch_emits
 from squall.spark.execute.packets import Packet
 from squall.spark.execute.routing import route, route_emits
@@ -72,7 +73,10 @@ class BatchSpoutReader(LoggedRowsReader):
     def log_batch(self, index: int) -> bool:
         # The batch's first attempt (a replay reads the logged rows).
         rows = self.rows(TransactionAttempt(index + 1, 0))
-        self.spout.emit_batch(index + 1, rows)
+        try:
+            self.spout.emit_batch(index + 1, rows)
+        except Exception as exc:  # it stops the query: the failure names the spout
+            raise ComponentFailure.of(exc, self.setup.source_id, self.emitter_task(0)) from None
         if not rows.rows:
             return False
         self.log.append(index, LoggedBatch(rows.rows, spout=self.spout))

@@ -156,7 +156,7 @@ class SourceReader(DataSourceStreamReader):
         position = int(start["batch"])
         if position < self.size:
             position += 1
-        elif not self.query.is_paused() and self._logged(self.size):
+        elif not self.query.is_paused() and self.log_batch(self.size):
             self.size += 1
             position = self.size
         return {"source": self.options["source"], "batch": position}
@@ -169,15 +169,6 @@ class SourceReader(DataSourceStreamReader):
             for parts in [self.parts(index)]
             for part in range(parts)
         ]
-
-    def _logged(self, index: int) -> bool:
-        """:meth:`log_batch`, whose error (a spout's emit on the driver side) names the
-        source's component and its first emitter task (see
-        :class:`~squall.spark.errors.ComponentFailure`)."""
-        try:
-            return self.log_batch(index)
-        except Exception as exc:
-            raise ComponentFailure.of(exc, self.setup.source_id, self.emitter_task(0)) from None
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs on an executor: the packets of one part of a logged batch.
