@@ -167,12 +167,21 @@ def test_show_works_with_several_workers(tmp_path: Path) -> None:
     assert sorted(lines[1:]) == sorted(f"  [{n}, {2 * n}]" for n in range(2, 21, 2))
 
 
-def test_the_files_show_leaves_several_workers_as_processes(tmp_path: Path) -> None:
+def test_the_files_show_runs_several_workers_as_threads_and_no_show_keeps_processes(
+    tmp_path: Path,
+) -> None:
     path = numbers_file(tmp_path, '\nshow = "router:even"\n')
-    result = run(path, "--conf", "topology.workers=2")
-    assert result.exit_code == 0, result.output
-    assert shown_lines(result.output) == []
-    assert "2 worker(s)" in result.output
+    shown = run(path, "--conf", "topology.workers=2")
+    assert shown.exit_code == 0, shown.output
+    assert "with 2 worker(s) as threads" in shown.output
+    assert shown_lines(shown.output)[0] == "router emitted 10 tuples on stream even:"
+    plain = run(path, "--conf", "topology.workers=2", "--no-show")
+    assert plain.exit_code == 0, plain.output
+    assert "with 2 worker(s) as processes" in plain.output
+    assert shown_lines(plain.output) == []
+    both = run(path, "--no-show", "--show", "router")
+    assert both.exit_code == 2
+    assert "--no-show and --show exclude each other" in both.output
 
 
 def test_without_show_nothing_is_shown(tmp_path: Path) -> None:

@@ -202,7 +202,10 @@ def check_clean_run(output: str) -> None:
     assert "Most recent errors" not in output
     assert output.rstrip().splitlines()[-1] == "no errors"
     assert "final metrics" in output
-    captions = re.findall(r"(\S+) tree\(s\) pending, (\S+) tuple\(s\) queued", output)
+    captions = re.findall(
+        r"(\S+) tree\(s\) pending, (?:\S+ tuple\(s\) held by windows, )?(\S+) tuple\(s\) queued",
+        output,
+    )
     assert captions and captions[-1] == ("0", "0"), captions
     topology = named_topology(output, r"^Running (\w+)\.py:(\w+) as ")
     rows = {component: table_row(output, component) for component in topology.component_ids()}

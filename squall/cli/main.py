@@ -330,6 +330,12 @@ def _spark_only(engine: str, **options: Any) -> None:
     "file's `show`]",
 )
 @click.option(
+    "--no-show",
+    is_flag=True,
+    help="Show no tuples, not even the file's `show` (its workers then run as they "
+    "would without it: topology.workers above 1 runs worker processes).",
+)
+@click.option(
     "--show-last",
     type=click.IntRange(min=1),
     default=DEFAULT_LAST,
@@ -415,6 +421,7 @@ def run(
     fresh: bool,
     spark_conf_options: tuple[str, ...],
     show_options: tuple[str, ...],
+    no_show: bool,
     show_last: int,
     ui: bool,
     ui_port: int,
@@ -473,7 +480,10 @@ def run(
             ui_allowed_hosts,
             ui_allow_unauthenticated_remote,
         )
-        shown = _shown(show_options, loaded.show, loaded.topology, conf, engine, show_last)
+        if no_show and show_options:
+            raise click.UsageError("--no-show and --show exclude each other")
+        default_show = () if no_show else loaded.show
+        shown = _shown(show_options, default_show, loaded.topology, conf, engine, show_last)
         order = loaded.topology.component_ids()
 
         def final(info: TopologyInfo) -> RenderableType:
@@ -525,11 +535,10 @@ def _shown(
     the file's ``show`` (None: nothing to show).
 
     The file's ``show`` is left out where the run cannot show it (on Spark, whose tasks
-    run in other processes; with ``topology.worker.kind = "process"``) and where showing
-    it would change how the topology runs (``topology.workers`` above 1 runs worker
-    processes, which an emit listener turns into threads), as it is only a default;
-    ``--show`` is a usage error where it cannot be shown, and runs the workers as threads
-    where it would otherwise run processes.
+    run in other processes; with ``topology.worker.kind = "process"``), as it is only a
+    default; ``--show`` is a usage error there. Elsewhere the workers run as threads of
+    this process (``topology.workers`` above 1 would otherwise run worker processes: the
+    starting line says which, and ``--no-show`` keeps the processes).
 
     Raises:
         click.BadParameter: a ``--show`` (or the file's ``show``) that is not
@@ -542,10 +551,7 @@ def _shown(
     texts = options or default
     if not texts:
         return None
-    kind = conf.get(Config.TOPOLOGY_WORKER_KIND, "auto")
-    processes = kind == "process"
-    if not given and kind == "auto" and int(conf.get(Config.TOPOLOGY_WORKERS) or 1) > 1:
-        return None
+    processes = conf.get(Config.TOPOLOGY_WORKER_KIND) == "process"
     if engine == "spark" or processes:
         if not given:
             return None

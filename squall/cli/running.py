@@ -233,10 +233,17 @@ class _Display:
 
 def _where(info: TopologyInfo) -> str:
     """Where the topology runs, for the starting line: `` (local[2, 4]: 2 cores)``,
-    `` with 2 worker(s)``, or nothing."""
+    `` with 2 worker(s)`` (`` with 2 worker(s) as threads`` or ``... as processes`` where
+    there are several, whose kind depends on ``topology.worker.kind``, the clock and
+    ``--show``), or nothing."""
     if info.spark is not None and info.spark.resources:
         return f" ({info.spark.resources})"
-    return f" with {info.workers} worker(s)" if info.workers else ""
+    if not info.workers:
+        return ""
+    kind = ""
+    if info.local is not None and info.workers > 1:
+        kind = " as processes" if info.local.worker_kind == "process" else " as threads"
+    return f" with {info.workers} worker(s){kind}"
 
 
 class _Seen:
