@@ -7,12 +7,14 @@ raised. The Spark task carries the component in its failure's text
 
 from __future__ import annotations
 
+import logging
 import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from squall.model.clock import SYSTEM_CLOCK
 from squall.model.errors import FailedException, ReportedFailedException
 from squall.spark.errors import (
     MARKER,
@@ -22,7 +24,9 @@ from squall.spark.errors import (
     failure_in_text,
     note_component,
 )
+from squall.spark.execute.figures import BatchFigures
 from squall.spark.launch.javaerrors import python_failure
+from squall.spark.streaming.retries import BatchRetries
 from squall.testing import SharedRecord
 from squall.transactional import BatchBolt, MemoryTransactionalSpout, TransactionalTopologyBuilder
 from tests.conftest import Engine
@@ -244,3 +248,27 @@ def test_a_failed_exception_fails_the_batch_and_only_a_reported_one_is_an_error(
         errors = info.spark.first.errors
         assert len(errors) == 2
         assert all(e.endswith(f"{kind.__name__}: not now: 1") for e in errors)
+
+
+def test_the_warning_of_a_failed_attempt_names_the_component(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The driver's warning of a run again gives the component's line, not the marker
+    and traceback the failure's text carries."""
+    figures = BatchFigures()
+    conf = {"topology.spark.batch.retries": 1, "topology.trident.batch.retry.initial.millis": 0}
+    retries = BatchRetries(conf, figures, SYSTEM_CLOCK, "topology 't'")
+    failures = [raising()]
+
+    def attempt(number: int) -> int:
+        if failures:
+            raise failures.pop()
+        return number
+
+    with caplog.at_level(logging.WARNING, logger="squall"):
+        assert retries.run(0, attempt) == 1
+    assert [record.getMessage() for record in caplog.records] == [
+        "batch 0 failed (component 'split' task 4: ValueError: no such word); "
+        "running it again in 0 ms"
+    ]
+    assert figures.errors_of("split")[1] == 1

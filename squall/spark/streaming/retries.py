@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 from squall.model.clock import Clock
 from squall.model.errors import InvalidTopologyError
 from squall.runtime.backoff import RetryBackoff
+from squall.spark.errors import component_failure
 
 logger = logging.getLogger("squall")
 
@@ -103,7 +104,7 @@ class BatchRetries:
                     raise
                 self.figures.retries += 1
                 logger.warning(
-                    "batch %d failed (%s); running it again in %g ms", batch_id, exc, delay
+                    "batch %d failed (%s); running it again in %g ms", batch_id, _cause(exc), delay
                 )
                 if self.clock.sleep_ms(delay, self._stop) or self.stopping:
                     raise
@@ -111,3 +112,12 @@ class BatchRetries:
                 continue
             self.backoff.succeeded()
             return result
+
+
+def _cause(exc: BaseException) -> object:
+    """What a failed attempt's warning names: the component's error (``component 'x'
+    task 3: ValueError: ...``) when a component's code raised it, else the error."""
+    source = component_failure(exc)
+    if source is None:
+        return exc
+    return f"component {source.component_id!r} task {source.task_id}: {source.error}"
