@@ -4,6 +4,7 @@ micro-batch and a restart, clear errors. One SparkSession serves the whole run."
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -296,8 +297,14 @@ def test_drpc_queries_a_state_on_spark(spark: Any, tmp_path: Path) -> None:
             cluster.submit_topology("wc", conf, topology.build())
             assert cluster.wait_idle("wc")
             assert drpc.execute("words", "cow four") == "[[2]]"  # the README's example
-            with pytest.raises(DRPCExecutionError, match="no boom allowed"):
+            with pytest.raises(DRPCExecutionError) as failed:
                 drpc.execute("words", "cow boom")
+            # The client is told which component's code raised and what, in one line.
+            assert re.search(
+                r"component '[^']*Words[^']*' task \d+: ValueError: no boom allowed$",
+                str(failed.value),
+            ), str(failed.value)
+            assert "Traceback" not in str(failed.value)
             assert drpc.execute("words", "the jumped score nothing") == "[[3]]"
         finally:
             cluster.shutdown()

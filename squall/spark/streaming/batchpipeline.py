@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from squall.runtime.latency import LatencyHistogram
 from squall.runtime.metrics import ComponentStats
 from squall.spark.control.capacity import CapacityWindow
+from squall.spark.errors import component_failure
 from squall.spark.execute.batchbolts import BatchBoltStage
 from squall.spark.execute.figures import KEPT_ERRORS, BatchFigures, Reports, TaskFigures
 from squall.spark.execute.packets import PACKET_SCHEMA, Packet
@@ -170,7 +171,7 @@ class BatchPipeline:
             return False
         self.returns.requests.pop(batch_id + 1, None)
         request_id = self.requests.get(batch_id, "")
-        self.returns.drpc.fail_request(request_id, f"{type(error).__name__}: {error}")
+        self.returns.drpc.fail_request(request_id, drpc_failure_message(error))
         return True
 
     def finish(self, batch_id: int, ranges: Ranges) -> int:
@@ -310,3 +311,14 @@ class BatchPipeline:
                 frames.put(segment.component_id, output)
             else:
                 run_for_effects(output)  # runs the segment (its effects: peeks, functions)
+
+
+def drpc_failure_message(error: Exception) -> str:
+    """What a DRPC client is told of a request whose micro-batch failed: the component
+    and task whose code raised, with the exception's line (``component 'b1-each(Boom)'
+    task 3: ValueError: ...``), or, where no component's code raised, the error itself.
+    Runs on the driver."""
+    source = component_failure(error)
+    if source is None:
+        return f"{type(error).__name__}: {error}"
+    return f"component {source.component_id!r} task {source.task_id}: {source.error}"
