@@ -161,16 +161,22 @@ def started(
         and item.module is request.module
         and item.originalname == "test_documented_command_finishes_cleanly"
     }
+    yield from start_commands(sorted(selected), tmp_path_factory.mktemp("commands"))
+
+
+def start_commands(commands: list[str], directory: Path) -> Iterator[dict[str, Started]]:
+    """Start ``commands`` all at once from the repository's root, their output in files
+    under ``directory`` and without terminal codes (the final tables 200 columns wide, to
+    read back); yield them by command, then kill those still running."""
     env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("FORCE_COLOR", "TTY_COMPATIBLE")  # no terminal codes in the output
     }
-    env["COLUMNS"] = "200"  # the final tables are wide enough to read back
-    directory = tmp_path_factory.mktemp("commands")
+    env["COLUMNS"] = "200"
     runs: dict[str, Started] = {}
     deadline = time.monotonic() + TIMEOUT_SECS
-    for number, command in enumerate(sorted(selected)):
+    for number, command in enumerate(commands):
         stdout, stderr = directory / f"{number}.out", directory / f"{number}.err"
         with stdout.open("wb") as out, stderr.open("wb") as err:
             process = subprocess.Popen(

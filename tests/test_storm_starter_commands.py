@@ -11,10 +11,7 @@ ignore (RollingTopWords' window still filling up) is printed once at most.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +19,7 @@ import pytest
 from squall.testing import TestWordSpout
 from tests.shown_results import Shown, check_shown
 from tests.starter_loading import STORM_STARTER, load_starter
-from tests.test_example_commands import ROOT, TIMEOUT_SECS, Started, argv, docstring_commands
+from tests.test_example_commands import Started, docstring_commands, start_commands
 
 pytestmark = pytest.mark.xdist_group("storm-starter-commands")
 
@@ -36,23 +33,7 @@ COMMANDS = {
 
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Started]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    env["COLUMNS"] = "200"
-    directory = tmp_path_factory.mktemp("starter-commands")
-    runs: dict[str, Started] = {}
-    deadline = time.monotonic() + TIMEOUT_SECS
-    for number, command in enumerate(COMMANDS):
-        stdout, stderr = directory / f"{number}.out", directory / f"{number}.err"
-        with stdout.open("wb") as out, stderr.open("wb") as err:
-            process = subprocess.Popen(
-                argv(command), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
-            )
-        runs[command] = Started(process, stdout, stderr, deadline)
-    yield runs
-    for run in runs.values():
-        if run.process.poll() is None:
-            run.process.kill()
-            run.process.wait()
+    yield from start_commands(list(COMMANDS), tmp_path_factory.mktemp("starter-commands"))
 
 
 def _rolling_top_words(blocks: dict[tuple[str, str], Shown]) -> None:
