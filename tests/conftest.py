@@ -182,6 +182,16 @@ def kafka_broker() -> Iterator[KafkaBroker]:
 
 
 @pytest.fixture
+def memory_broker() -> Iterator[TansuBroker]:
+    """An in-memory Tansu broker of the test's own (a restart loses everything)."""
+    broker = restartable_broker(None)
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
 def durable_kafka_broker() -> Iterator[TansuBroker]:
     """A Tansu broker of the test's own storing in a ``moto_server`` S3 bucket, so it can
     be stopped (or killed) and started again with its topics, records and committed

@@ -5,16 +5,12 @@ exists again)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from squall import LocalCluster
 from squall.connectors.kafka import KafkaSpout
 from tests.conftest import unique_name
 from tests.connectors_kafka_spout_topologies import Recorder, records, topology
 from tests.helpers import wait_until
-from tests.kafka_broker import TansuBroker, restartable_broker
+from tests.kafka_broker import TansuBroker
 from tests.servers import free_port
 
 FAST = {"commit_period_ms": 50, "partition_refresh_ms": 100, "poll_timeout_ms": 50}
@@ -71,16 +67,6 @@ def test_a_durable_broker_killed_and_started_again_loses_nothing(
     seen = recorder.seen()
     assert sorted(map(tuple, set(map(tuple, seen)))) == sorted(map(tuple, expected))
     assert len(seen) >= 30
-
-
-@pytest.fixture
-def memory_broker() -> Iterator[TansuBroker]:
-    """An in-memory Tansu broker of the test's own (a restart loses everything)."""
-    broker = restartable_broker(None)
-    try:
-        yield broker
-    finally:
-        broker.close()
 
 
 def test_a_restarted_in_memory_broker_is_reported_and_reading_goes_on(

@@ -11,7 +11,6 @@ may reconnect meanwhile, as it would in a real race)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from squall.connectors.kafka import KafkaSpout, spoutpartitions
 from tests.conftest import unique_name
 from tests.connectors_kafka_spout_topologies import Recorder, records, topology
 from tests.helpers import settle, wait_until
-from tests.kafka_broker import TansuBroker, restartable_broker
+from tests.kafka_broker import TansuBroker
 
 OPTIONS = {"commit_period_ms": 200, "partition_refresh_ms": 100, "poll_timeout_ms": 50}
 
@@ -32,16 +31,6 @@ def values(count: int, prefix: str) -> list[str]:
 
 def errors(cluster: LocalCluster, name: str) -> list[str]:
     return [e.error for e in cluster.get_topology_info(name).components["events"].errors]
-
-
-@pytest.fixture
-def memory_broker() -> Iterator[TansuBroker]:
-    """An in-memory Tansu broker of the test's own (a restart loses everything)."""
-    broker = restartable_broker(None)
-    try:
-        yield broker
-    finally:
-        broker.close()
 
 
 class CommitWatch:
